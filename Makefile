@@ -1,0 +1,37 @@
+# Hermes Stack: `make run` starts the stack, `make test` runs the suite. Both create .venv themselves.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-sqlite test-postgres bench install migrate clean
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	@$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	@touch $@
+
+install: $(STAMP)
+
+run: $(STAMP)
+	@exec $(BIN)/hstack run
+
+migrate: $(STAMP)
+	@$(BIN)/hstack migrate
+
+test: $(STAMP)
+	@$(BIN)/python -m tests.run_all
+
+test-sqlite: $(STAMP)
+	@$(BIN)/python -m pytest
+
+test-postgres: $(STAMP)
+	@TEST_DATABASE=postgres $(BIN)/python -m pytest -m "not sqlite_only"
+
+bench: $(STAMP)
+	@$(BIN)/python -m bench.turns
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,112 @@
+"""One Settings object for every service: environment first, then `.env` (python-dotenv)."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from dotenv import dotenv_values
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_SECRETS = {"", "change-me", "changeme", "replace-me", "xxx", "secret"}
+
+
+class Settings(BaseSettings):
+    """Every tunable of the stack; names match `.env.example`."""
+
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
+
+    env: str = Field("development", alias="HSTACK_ENV")
+    data_dir: Path = Field(Path("./data"), alias="DATA_DIR")
+    database_url: str | None = Field(None, alias="DATABASE_URL")
+    redis_url: str | None = Field(None, alias="REDIS_URL")
+    api_host: str = Field("127.0.0.1", alias="API_HOST")
+    api_port: int = Field(8642, alias="API_PORT")
+    admin_api_key: SecretStr | None = Field(None, alias="ADMIN_API_KEY")
+
+    llm_base_url: str | None = Field(None, alias="LLM_BASE_URL")
+    llm_api_key: SecretStr | None = Field(None, alias="LLM_API_KEY")
+    llm_model: str | None = Field(None, alias="LLM_MODEL")
+    llm_fallback_model: str | None = Field(None, alias="LLM_FALLBACK_MODEL")
+    llm_timeout_seconds: float = Field(120.0, alias="LLM_TIMEOUT_SECONDS")
+    llm_max_retries: int = Field(3, alias="LLM_MAX_RETRIES")
+    llm_backoff_base_seconds: float = Field(2.0, alias="LLM_BACKOFF_BASE_SECONDS")
+    llm_backoff_max_seconds: float = Field(60.0, alias="LLM_BACKOFF_MAX_SECONDS")
+    llm_retry_after_cap_seconds: float = Field(600.0, alias="LLM_RETRY_AFTER_CAP_SECONDS")
+
+    approval_mode: str = Field("smart", alias="APPROVAL_MODE")
+
+    max_iterations: int = Field(90, alias="AGENT_MAX_ITERATIONS")
+    max_input_bytes: int = Field(256 * 1024, alias="MAX_INPUT_BYTES")
+    turn_lease_seconds: float = Field(30.0, alias="TURN_LEASE_SECONDS")
+    turn_heartbeat_seconds: float = Field(1.0, alias="TURN_HEARTBEAT_SECONDS")
+    turn_requeue_after_seconds: float = Field(30.0, alias="TURN_REQUEUE_AFTER_SECONDS")
+    sweep_interval_seconds: float = Field(15.0, alias="SWEEP_INTERVAL_SECONDS")
+    event_stream_ttl_seconds: int = Field(24 * 3600, alias="EVENT_STREAM_TTL_SECONDS")
+    chat_completion_timeout_seconds: float = Field(600.0, alias="CHAT_COMPLETION_TIMEOUT_SECONDS")
+    worker_concurrency: int = Field(200, alias="WORKER_CONCURRENCY")
+    broker_visibility_timeout_seconds: int = Field(3600, alias="BROKER_VISIBILITY_TIMEOUT_SECONDS")
+    log_level: str = Field("INFO", alias="LOG_LEVEL")
+    log_format: str = Field("json", alias="LOG_FORMAT")
+
+    @field_validator("approval_mode")
+    @classmethod
+    def _known_mode(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value not in {"manual", "smart", "off"}:
+            raise ValueError("APPROVAL_MODE must be manual, smart or off")
+        return value
+
+    @property
+    def is_development(self) -> bool:
+        return self.env.lower() in {"development", "dev", "test"}
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The database URL; a SQLite file under DATA_DIR unless DATABASE_URL says otherwise."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'hstack.db').resolve()}"
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.llm_base_url)
+
+    def secret_values(self) -> list[str]:
+        """Values the log redactor must never print."""
+        out = []
+        for value in (self.admin_api_key, self.llm_api_key):
+            if value is not None and len(value.get_secret_value()) >= 6:
+                out.append(value.get_secret_value())
+        return out
+
+    def check_secrets(self) -> None:
+        """Refuse to start outside development on a missing or placeholder secret."""
+        if self.is_development:
+            return
+        key = self.admin_api_key.get_secret_value() if self.admin_api_key else ""
+        if key.strip().lower() in PLACEHOLDER_SECRETS or len(key) < 16:
+            raise RuntimeError("ADMIN_API_KEY is missing, a placeholder or shorter than 16 characters")
+
+
+def dotenv_path() -> Path:
+    """The `.env` the stack reads: HSTACK_DOTENV, else `./.env`."""
+    return Path(os.environ.get("HSTACK_DOTENV", ".env"))
+
+
+def load_settings(**overrides) -> Settings:
+    """Build Settings: `.env` fills only what the environment does not set."""
+    values = {k: v for k, v in dotenv_values(dotenv_path()).items() if v is not None}
+    merged = {**values, **{k: v for k, v in os.environ.items()}}
+    known = {f.alias or name for name, f in Settings.model_fields.items()}
+    data = {k: v for k, v in merged.items() if k in known}
+    data.update(overrides)
+    return Settings(**data)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return load_settings()

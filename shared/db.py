@@ -1,0 +1,98 @@
+"""The database engine: SQLite in WAL with one writer at a time, or Postgres.
+
+Stores open transactions with `db.read()` or `db.write()`. On SQLite a write transaction starts
+with `BEGIN IMMEDIATE` under a process-wide lock, so two writers never deadlock on a lock upgrade
+and "database is locked" never reaches a caller; the busy timeout covers other processes.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, create_engine
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+class Database:
+    """An engine plus the transaction discipline every store uses."""
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        self._write_lock = threading.RLock() if self.is_sqlite else None
+        self.engine = self._make_engine(url, echo)
+
+    def _make_engine(self, url: str, echo: bool) -> Engine:
+        if not self.is_sqlite:
+            return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=20, max_overflow=40)
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            echo=echo,
+            pool_size=64,
+            max_overflow=64,
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        )
+        event.listen(engine, "connect", _sqlite_on_connect)
+        event.listen(engine, "begin", _sqlite_on_begin)
+        return engine
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A session for reads; nothing is committed."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A session whose work is committed on success and rolled back on error."""
+        if self._write_lock is None:
+            yield from self._transaction({})
+            return
+        with self._write_lock:
+            yield from self._transaction({"sqlite_immediate": True})
+
+    def _transaction(self, options: dict) -> Iterator[Session]:
+        with Session(self.engine, expire_on_commit=False) as session:
+            session.connection(execution_options=options)
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_on_connect(dbapi_connection, _record) -> None:
+    dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.close()
+
+
+def _sqlite_on_begin(conn) -> None:
+    if conn.get_execution_options().get("sqlite_immediate"):
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        conn.exec_driver_sql("BEGIN")
+
+
+@lru_cache(maxsize=8)
+def get_database(url: str) -> Database:
+    """One Database per URL per process."""
+    return Database(url)

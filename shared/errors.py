@@ -1,0 +1,141 @@
+"""The one error tree of the stack; clients see each class's stable `code`.
+
+    HermesError (500, internal_error)
+     ├── BadRequest (400, bad_request)
+     │    ├── MalformedJSON (400, malformed_json)
+     │    └── InvalidInput (422, invalid_request)
+     ├── Unauthorized (401, unauthorized)
+     ├── Forbidden (403, forbidden)
+     ├── NotFound (404, not_found)
+     ├── Conflict (409, conflict)
+     │    ├── IdempotencyConflict (409, idempotency_key_reused)
+     │    └── InvalidState (409, invalid_state)
+     ├── PayloadTooLarge (413, payload_too_large)
+     ├── RateLimited (429, rate_limited)
+     ├── Unavailable (503, service_unavailable)
+     └── ModelError (502, model_error)           raised by shared.llm; a turn fails with its code
+          ├── ModelAuthError (model_auth_failed)       401/403 from the provider: a bad key
+          ├── ModelRequestError (model_bad_request)    another 4xx: the request was refused
+          └── ModelUnavailable (model_unavailable)     retries and fallback ran out
+"""
+
+from __future__ import annotations
+
+
+class HermesError(Exception):
+    """Base of every error a client may see."""
+
+    status_code = 500
+    code = "internal_error"
+
+    def __init__(self, message: str | None = None, *, code: str | None = None) -> None:
+        super().__init__(message or self.__class__.__doc__ or self.code)
+        self.message = message or (self.__class__.__doc__ or self.code).strip()
+        if code:
+            self.code = code
+
+
+class BadRequest(HermesError):
+    """The request could not be understood."""
+
+    status_code = 400
+    code = "bad_request"
+
+
+class MalformedJSON(BadRequest):
+    """The request body is not valid JSON."""
+
+    code = "malformed_json"
+
+
+class InvalidInput(BadRequest):
+    """The request body or parameters are invalid."""
+
+    status_code = 422
+    code = "invalid_request"
+
+
+class Unauthorized(HermesError):
+    """A valid API key is required."""
+
+    status_code = 401
+    code = "unauthorized"
+
+
+class Forbidden(HermesError):
+    """This key may not do that."""
+
+    status_code = 403
+    code = "forbidden"
+
+
+class NotFound(HermesError):
+    """No such object."""
+
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(HermesError):
+    """The request conflicts with the current state."""
+
+    status_code = 409
+    code = "conflict"
+
+
+class IdempotencyConflict(Conflict):
+    """This Idempotency-Key was already used with a different request body."""
+
+    code = "idempotency_key_reused"
+
+
+class InvalidState(Conflict):
+    """The object is not in a state that allows this."""
+
+    code = "invalid_state"
+
+
+class PayloadTooLarge(HermesError):
+    """The request body is larger than allowed."""
+
+    status_code = 413
+    code = "payload_too_large"
+
+
+class RateLimited(HermesError):
+    """Too many requests."""
+
+    status_code = 429
+    code = "rate_limited"
+
+
+class Unavailable(HermesError):
+    """A backing service is unavailable; try again."""
+
+    status_code = 503
+    code = "service_unavailable"
+
+
+class ModelError(HermesError):
+    """The model provider failed."""
+
+    status_code = 502
+    code = "model_error"
+
+
+class ModelAuthError(ModelError):
+    """The model provider refused the API key."""
+
+    code = "model_auth_failed"
+
+
+class ModelRequestError(ModelError):
+    """The model provider refused the request."""
+
+    code = "model_bad_request"
+
+
+class ModelUnavailable(ModelError):
+    """The model provider kept failing after retries and fallback."""
+
+    code = "model_unavailable"

@@ -1,0 +1,7 @@
+"""SQLModel tables and API schemas, one module per concept; importing this registers every table."""
+
+from shared.models.sessions import ChatSession, Message
+from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
+from shared.models.users import ApiKey, User
+
+__all__ = ["ApiKey", "ChatSession", "Message", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User"]

@@ -1,0 +1,46 @@
+"""Users and their API keys (stored hashed)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlmodel import Field, SQLModel
+
+from shared.models.base import created_at_field, time_field
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "users"
+
+    id: str = Field(primary_key=True, max_length=40)
+    name: str = Field(unique=True, index=True, max_length=64)
+    created_at: datetime = created_at_field()
+
+
+class ApiKey(SQLModel, table=True):
+    __tablename__ = "api_keys"
+
+    id: str = Field(primary_key=True, max_length=40)
+    user_id: str = Field(foreign_key="users.id", index=True, max_length=40)
+    key_hash: str = Field(unique=True, max_length=64)
+    prefix: str = Field(max_length=16)
+    created_at: datetime = created_at_field()
+    revoked_at: datetime | None = time_field()
+
+
+class UserCreate(SQLModel):
+    name: str = Field(min_length=1, max_length=64, regex=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class UserPublic(SQLModel):
+    id: str
+    name: str
+    created_at: datetime
+
+
+class ApiKeyIssued(SQLModel):
+    id: str
+    user_id: str
+    key: str
+    prefix: str
+    created_at: datetime

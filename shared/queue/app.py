@@ -1,0 +1,51 @@
+"""The Celery app every process shares, configured from Settings, plus `enqueue` by task name."""
+
+from __future__ import annotations
+
+from celery import Celery
+from pydantic import BaseModel
+
+from shared.config import Settings, get_settings
+from shared.queue.names import QUEUE_TURNS, ROUTES
+from shared.queue.schedule import beat_schedule
+from shared.redis import redis_url
+
+
+def make_celery(settings: Settings) -> Celery:
+    url = redis_url(settings)
+    app = Celery("hstack", broker=url, set_as_current=True)
+    app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_routes=ROUTES,
+        task_default_queue=QUEUE_TURNS,
+        task_create_missing_queues=True,
+        beat_schedule=beat_schedule(settings),
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_seconds},
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+        enable_utc=True,
+    )
+    return app
+
+
+_app: Celery | None = None
+
+
+def get_celery() -> Celery:
+    """The process's Celery app, built on first use."""
+    global _app
+    if _app is None:
+        _app = make_celery(get_settings())
+    return _app
+
+
+def enqueue(name: str, payload: BaseModel) -> None:
+    """Send a task by name to the queue its route names."""
+    get_celery().send_task(name, kwargs=payload.model_dump(), **ROUTES[name])

@@ -1,0 +1,34 @@
+"""Redis connections (broker, event streams, metrics), one pool per URL per process."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import redis
+import redis.asyncio as aioredis
+
+from shared.config import Settings
+from shared.errors import Unavailable
+
+
+def redis_url(settings: Settings) -> str:
+    if not settings.redis_url:
+        raise Unavailable("REDIS_URL is not set; `hstack run` starts an embedded Redis and sets it.")
+    return settings.redis_url
+
+
+@lru_cache(maxsize=8)
+def _sync_client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, decode_responses=True, socket_timeout=30, socket_connect_timeout=5,
+                                health_check_interval=30, retry_on_timeout=True)
+
+
+def get_redis(settings: Settings) -> redis.Redis:
+    """The process's synchronous client."""
+    return _sync_client(redis_url(settings))
+
+
+def get_async_redis(settings: Settings) -> aioredis.Redis:
+    """A new asyncio client (asyncio clients belong to one event loop)."""
+    return aioredis.Redis.from_url(redis_url(settings), decode_responses=True, socket_connect_timeout=5,
+                                   health_check_interval=30)

@@ -1,0 +1,238 @@
+"""Turns: accepted here, claimed by workers one at a time per session, finished exactly once.
+
+The database is the source of truth for who runs what. A worker claims the next turn of a
+session inside a write transaction that first locks the session row, so two workers never run
+turns of one session at once; a claimed turn carries a heartbeat, and a turn whose heartbeat
+went stale (its worker died) is claimed again by the next worker that drains the session.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from shared.clock import utcnow
+from shared.db import Database
+from shared.errors import IdempotencyConflict, InvalidState, NotFound
+from shared.ids import new_id
+from shared.models.sessions import ChatSession
+from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
+
+ACTIVE = (TurnStatus.running.value, TurnStatus.awaiting_approval.value)
+
+
+def create_turn(
+    db: Database,
+    user_id: str,
+    session_id: str,
+    text: str,
+    *,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+) -> tuple[Turn, bool]:
+    """Commit a queued turn (or return the one this Idempotency-Key made); True when new."""
+    try:
+        with db.write() as s:
+            if idempotency_key:
+                existing = _by_idempotency_key(s, user_id, idempotency_key)
+                if existing is not None:
+                    return _same_request(existing, request_hash), False
+            seq = _next_seq(s, user_id, session_id)
+            turn = Turn(
+                id=new_id("turn"),
+                session_id=session_id,
+                user_id=user_id,
+                seq=seq,
+                input=text,
+                idempotency_key=idempotency_key,
+                request_hash=request_hash,
+            )
+            s.add(turn)
+        return turn, True
+    except IntegrityError:
+        if not idempotency_key:
+            raise
+        with db.read() as s:
+            existing = _by_idempotency_key(s, user_id, idempotency_key)
+        if existing is None:
+            raise
+        return _same_request(existing, request_hash), False
+
+
+def _by_idempotency_key(s: Session, user_id: str, key: str) -> Turn | None:
+    return s.exec(select(Turn).where(Turn.user_id == user_id, Turn.idempotency_key == key)).first()
+
+
+def _same_request(turn: Turn, request_hash: str | None) -> Turn:
+    if turn.request_hash != request_hash:
+        raise IdempotencyConflict()
+    return turn
+
+
+def _next_seq(s: Session, user_id: str, session_id: str) -> int:
+    """Bump the session's turn counter; the UPDATE also serialises concurrent accepts on Postgres."""
+    result = s.execute(
+        update(ChatSession)
+        .where(ChatSession.id == session_id, ChatSession.user_id == user_id)
+        .values(turn_count=ChatSession.turn_count + 1, updated_at=utcnow())
+    )
+    if result.rowcount != 1:
+        raise NotFound("No such session.", code="session_not_found")
+    return s.exec(select(ChatSession.turn_count).where(ChatSession.id == session_id)).one()
+
+
+def get_turn(db: Database, user_id: str | None, turn_id: str) -> Turn:
+    """A turn of this user (any user when user_id is None); another user's is NotFound."""
+    with db.read() as s:
+        turn = s.get(Turn, turn_id)
+    if turn is None or (user_id is not None and turn.user_id != user_id):
+        raise NotFound("No such turn.", code="turn_not_found")
+    return turn
+
+
+def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: float) -> Turn | None:
+    """Claim the turn this session must run next, or None when it is busy elsewhere or idle."""
+    now = utcnow()
+    fresh_after = now - timedelta(seconds=lease_seconds)
+    with db.write() as s:
+        _lock_session(s, session_id)
+        active = s.exec(
+            select(Turn).where(Turn.session_id == session_id, Turn.status.in_(ACTIVE)).order_by(Turn.seq)
+        ).first()
+        if active is not None:
+            if active.status != TurnStatus.running.value:
+                return None
+            if active.heartbeat_at is not None and active.heartbeat_at >= fresh_after:
+                return None
+            turn = active  # its worker died: take it over
+        else:
+            turn = s.exec(
+                select(Turn)
+                .where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
+                .order_by(Turn.seq)
+                .limit(1)
+            ).first()
+            if turn is None:
+                return None
+        turn.status = TurnStatus.running.value
+        turn.worker_id = worker_id
+        turn.attempts += 1
+        turn.heartbeat_at = now
+        turn.started_at = turn.started_at or now
+        s.add(turn)
+        return turn
+
+
+def _lock_session(s: Session, session_id: str) -> None:
+    """Row-lock the session on Postgres (SQLite's write transaction is already exclusive)."""
+    if s.get_bind().dialect.name != "sqlite":
+        s.exec(select(ChatSession.id).where(ChatSession.id == session_id).with_for_update()).first()
+
+
+def heartbeat(db: Database, turn_ids: list[str], worker_id: str) -> set[str]:
+    """Renew the lease of turns this worker runs; returns those a client asked to cancel."""
+    if not turn_ids:
+        return set()
+    with db.write() as s:
+        s.execute(
+            update(Turn)
+            .where(Turn.id.in_(turn_ids), Turn.worker_id == worker_id, Turn.status.in_(ACTIVE))
+            .values(heartbeat_at=utcnow())
+        )
+        rows = s.exec(select(Turn.id).where(Turn.id.in_(turn_ids), Turn.cancel_requested.is_(True)))
+        return set(rows)
+
+
+def finish_turn(
+    db: Database,
+    turn_id: str,
+    worker_id: str,
+    status: TurnStatus,
+    *,
+    output: str | None = None,
+    error_code: str | None = None,
+    error_message: str | None = None,
+    usage: dict[str, Any] | None = None,
+) -> bool:
+    """Record the outcome once; False when this worker no longer owns the turn."""
+    values: dict[str, Any] = {"status": status.value, "finished_at": utcnow(), "output": output}
+    if error_code:
+        values.update(error_code=error_code, error_message=error_message)
+    if usage is not None:
+        values["usage"] = usage
+    with db.write() as s:
+        result = s.execute(
+            update(Turn)
+            .where(Turn.id == turn_id, Turn.worker_id == worker_id, Turn.status.in_(ACTIVE))
+            .values(**values)
+        )
+        return result.rowcount == 1
+
+
+def request_cancel(db: Database, user_id: str, turn_id: str) -> Turn:
+    """Cancel a queued turn now, or flag a running one for its worker; finished turns are a 409."""
+    with db.write() as s:
+        turn = s.get(Turn, turn_id)
+        if turn is None or turn.user_id != user_id:
+            raise NotFound("No such turn.", code="turn_not_found")
+        if turn.status in {t.value for t in TERMINAL_STATUSES}:
+            raise InvalidState(f"The turn is already {turn.status}.", code="turn_finished")
+        turn.cancel_requested = True
+        if turn.status == TurnStatus.queued.value:
+            turn.status = TurnStatus.cancelled.value
+            turn.finished_at = utcnow()
+            turn.error_code = "cancelled"
+            turn.error_message = "Cancelled before it started."
+        s.add(turn)
+        return turn
+
+
+def turns_to_resend(db: Database, *, requeue_after: float, lease_seconds: float, limit: int = 500) -> list[Turn]:
+    """Queued turns nobody picked up and running turns whose worker died; marks them re-sent."""
+    now = utcnow()
+    stale = now - timedelta(seconds=requeue_after)
+    dead = now - timedelta(seconds=lease_seconds)
+    busy_sessions = (
+        select(Turn.session_id).where(Turn.status.in_(ACTIVE), Turn.heartbeat_at >= dead).scalar_subquery()
+    )
+    with db.write() as s:
+        queued = s.exec(
+            select(Turn)
+            .where(
+                Turn.status == TurnStatus.queued.value,
+                Turn.created_at < stale,
+                or_(Turn.enqueued_at.is_(None), Turn.enqueued_at < stale),
+                Turn.session_id.not_in(busy_sessions),
+            )
+            .order_by(Turn.session_id, Turn.seq)
+            .limit(limit)
+        ).all()
+        orphans = s.exec(
+            select(Turn)
+            .where(
+                Turn.status == TurnStatus.running.value,
+                Turn.heartbeat_at < dead,
+                or_(Turn.enqueued_at.is_(None), Turn.enqueued_at < dead),
+            )
+            .limit(limit)
+        ).all()
+        picked = list(orphans) + [t for t in queued]
+        for turn in picked:
+            turn.enqueued_at = now
+            s.add(turn)
+        return picked
+
+
+def recent_turns(db: Database, *, limit: int = 10) -> list[Turn]:
+    with db.read() as s:
+        return list(s.exec(select(Turn).order_by(Turn.created_at.desc()).limit(limit)))
+
+
+def count_by_status(db: Database) -> dict[str, int]:
+    with db.read() as s:
+        rows = s.exec(select(Turn.status, func.count()).group_by(Turn.status)).all()
+    return {status: count for status, count in rows}

