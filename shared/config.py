@@ -48,8 +48,12 @@ class Settings(BaseSettings):
     chat_completion_timeout_seconds: float = Field(600.0, alias="CHAT_COMPLETION_TIMEOUT_SECONDS")
     worker_concurrency: int = Field(200, alias="WORKER_CONCURRENCY")
     broker_visibility_timeout_seconds: int = Field(3600, alias="BROKER_VISIBILITY_TIMEOUT_SECONDS")
+    broker_key_prefix: str = Field("", alias="BROKER_KEY_PREFIX")
     log_level: str = Field("INFO", alias="LOG_LEVEL")
     log_format: str = Field("json", alias="LOG_FORMAT")
+    sse_keepalive_seconds: float = Field(15.0, gt=0, le=60, alias="SSE_KEEPALIVE_SECONDS")
+    llm_provider: str = Field("auto", alias="LLM_PROVIDER")
+    llm_max_tokens: int = Field(4096, alias="LLM_MAX_TOKENS")
 
     @field_validator("approval_mode")
     @classmethod

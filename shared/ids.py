@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 import time
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -17,10 +18,20 @@ def _base32(value: int, width: int) -> str:
     return "".join(reversed(out))
 
 
+_lock = threading.Lock()
+_last = (0, 0)
+
+
 def new_id(prefix: str) -> str:
-    """`<prefix>_` + 10 chars of milliseconds + 16 random chars (sortable by creation time)."""
-    millis = int(time.time() * 1000)
-    rand = int.from_bytes(os.urandom(10), "big")
+    """`<prefix>_` + 10 chars of milliseconds + 16 random chars; monotonic within a process."""
+    global _last
+    with _lock:
+        millis = int(time.time() * 1000)
+        if millis <= _last[0]:
+            millis, rand = _last[0], _last[1] + 1  # same millisecond: keep the order of creation
+        else:
+            rand = int.from_bytes(os.urandom(10), "big") >> 2
+        _last = (millis, rand)
     return f"{prefix}_{_base32(millis, 10)}{_base32(rand, 16)}"
 
 

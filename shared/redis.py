@@ -28,7 +28,10 @@ def get_redis(settings: Settings) -> redis.Redis:
     return _sync_client(redis_url(settings))
 
 
-def get_async_redis(settings: Settings) -> aioredis.Redis:
-    """A new asyncio client (asyncio clients belong to one event loop)."""
+def get_async_redis(settings: Settings, *, read_timeout: float = 30) -> aioredis.Redis:
+    """A new asyncio client (asyncio clients belong to one event loop).
+
+    `read_timeout` must exceed the longest blocking read (XREAD BLOCK) made with it.
+    """
     return aioredis.Redis.from_url(redis_url(settings), decode_responses=True, socket_connect_timeout=5,
-                                   health_check_interval=30)
+                                   socket_timeout=read_timeout, health_check_interval=30)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from pydantic import BaseModel
+from pydantic import Field as PydanticField
 from sqlmodel import Field, SQLModel
 
 from shared.models.base import created_at_field, time_field
@@ -28,8 +30,8 @@ class ApiKey(SQLModel, table=True):
     revoked_at: datetime | None = time_field()
 
 
-class UserCreate(SQLModel):
-    name: str = Field(min_length=1, max_length=64, regex=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+class UserCreate(BaseModel):
+    name: str = PydanticField(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class UserPublic(SQLModel):

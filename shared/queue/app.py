@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import redis
 from celery import Celery
 from pydantic import BaseModel
 
 from shared.config import Settings, get_settings
-from shared.queue.names import QUEUE_TURNS, ROUTES
+from shared.queue.names import QUEUE_TURNS, QUEUES, ROUTES
 from shared.queue.schedule import beat_schedule
 from shared.redis import redis_url
 
@@ -27,12 +28,27 @@ def make_celery(settings: Settings) -> Celery:
         task_create_missing_queues=True,
         beat_schedule=beat_schedule(settings),
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": settings.broker_visibility_timeout_seconds},
+        broker_transport_options=_transport_options(settings),
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
         enable_utc=True,
     )
     return app
+
+
+def _transport_options(settings: Settings) -> dict:
+    options: dict = {"visibility_timeout": settings.broker_visibility_timeout_seconds}
+    if settings.broker_key_prefix:
+        options["global_keyprefix"] = settings.broker_key_prefix
+    return options
+
+
+def queue_depths(r: redis.Redis, settings: Settings) -> dict[str, int]:
+    """Messages waiting in each queue (the Redis transport keeps a queue as a list under its name)."""
+    pipe = r.pipeline(transaction=False)
+    for name in QUEUES:
+        pipe.llen(settings.broker_key_prefix + name)
+    return dict(zip(QUEUES, pipe.execute()))
 
 
 _app: Celery | None = None

@@ -93,9 +93,6 @@ def prepare() -> TestEnv:
     else:
         redis_url, proc = start_embedded_redis(data_dir)
         cleanups.append(proc.kill)
-    import redis
-
-    redis.Redis.from_url(redis_url).flushdb()
     model_port = free_port()
     os.environ.update(
         HSTACK_ENV="test",
@@ -103,6 +100,7 @@ def prepare() -> TestEnv:
         DATA_DIR=str(data_dir),
         DATABASE_URL=database_url,
         REDIS_URL=redis_url,
+        BROKER_KEY_PREFIX=f"test-{uuid.uuid4().hex[:8]}:",
         ADMIN_API_KEY="test-admin-key-0123456789",
         LLM_BASE_URL=f"http://127.0.0.1:{model_port}/v1",
         LLM_API_KEY="sk-test-fake-model-key",

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,6 +81,7 @@ class Stack:
             "DATA_DIR": str(self.data_dir),
             "DATABASE_URL": self.database_url,
             "REDIS_URL": self.redis_url,
+            "BROKER_KEY_PREFIX": f"e2e-{uuid.uuid4().hex[:8]}:",
             "API_PORT": str(self.api_port),
             "ADMIN_API_KEY": self.admin_key,
             "LLM_BASE_URL": self.model_url,
@@ -108,9 +110,7 @@ class Stack:
             self.redis_port = free_port()
             url, proc = self.start_redis()
             return url
-        url = f"redis://127.0.0.1:6379/{E2E_REDIS_DB}"
-        redis.Redis.from_url(url).flushdb()
-        return url
+        return f"redis://127.0.0.1:6379/{E2E_REDIS_DB}"
 
     def start_redis(self) -> tuple[str, subprocess.Popen]:
         """Start (or restart) this stack's own redis-server on its fixed port, keeping nothing on disk."""

@@ -1,0 +1,31 @@
+# One image for every Python service of Hermes Stack; docker-compose.yml gives each service its command.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    DATA_DIR=/data
+
+WORKDIR /app
+
+RUN groupadd --system --gid 10001 hstack \
+    && useradd --system --uid 10001 --gid hstack --home-dir /app --shell /usr/sbin/nologin hstack \
+    && mkdir -p /data \
+    && chown hstack:hstack /data
+
+# Dependencies first: this layer is rebuilt only when the pins change.
+COPY requirements.txt ./
+RUN pip install -r requirements.txt
+
+COPY . .
+RUN pip install --no-deps . && rm -rf build *.egg-info
+
+USER hstack
+EXPOSE 8642
+
+# The api's liveness; docker-compose.yml gives the workers and the curator their own checks.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8642/healthz', timeout=4)"]
+
+CMD ["python", "-m", "uvicorn", "--factory", "services.api.main:create_app", "--host", "0.0.0.0", "--port", "8642"]

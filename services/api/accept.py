@@ -1,0 +1,62 @@
+"""Accepting a turn: commit the row first, then enqueue its id (a lost enqueue is re-sent by the sweeper)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+from services.api.deps import Enqueue
+from shared.config import Settings
+from shared.db import Database
+from shared.errors import PayloadTooLarge
+from shared.logs import session_id_var, turn_id_var
+from shared.models.turns import Turn
+from shared.queue.names import RUN_TURN
+from shared.queue.payloads import RunTurn
+from shared.stores import turns
+
+log = logging.getLogger(__name__)
+
+
+def request_hash(body: dict[str, Any], session_id: str) -> str:
+    """sha256 of the canonical JSON body plus the session id: what an Idempotency-Key must repeat."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(f"{canonical}\n{session_id}".encode()).hexdigest()
+
+
+def check_input_size(settings: Settings, text: str) -> None:
+    if len(text.encode()) > settings.max_input_bytes:
+        raise PayloadTooLarge(f"The input is larger than {settings.max_input_bytes} bytes.")
+
+
+def accept_turn(
+    db: Database,
+    enqueue: Enqueue,
+    settings: Settings,
+    *,
+    user_id: str,
+    session_id: str,
+    text: str,
+    idempotency_key: str | None = None,
+    body_hash: str | None = None,
+) -> Turn:
+    """Commit a queued turn, then send its task once; a retried Idempotency-Key returns the first turn."""
+    check_input_size(settings, text)
+    turn, created = turns.create_turn(
+        db, user_id, session_id, text, idempotency_key=idempotency_key, request_hash=body_hash
+    )
+    session_id_var.set(session_id)
+    turn_id_var.set(turn.id)
+    if created:
+        send_turn(enqueue, turn)
+    return turn
+
+
+def send_turn(enqueue: Enqueue, turn: Turn) -> None:
+    """Enqueue the turn's id; a broker failure is logged, not raised, because the row is already safe."""
+    try:
+        enqueue(RUN_TURN, RunTurn(turn_id=turn.id, session_id=turn.session_id))
+    except Exception as exc:  # any broker failure: the sweeper re-sends queued turns
+        log.warning("could not enqueue turn %s (%s); the sweeper will re-send it", turn.id, type(exc).__name__)

@@ -1,0 +1,80 @@
+"""Request dependencies, as Annotated aliases the routes declare."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated, Callable
+
+import redis
+import redis.asyncio as aioredis
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
+
+from shared.config import Settings
+from shared.db import Database
+from shared.errors import Forbidden, Unauthorized
+from shared.models.users import User
+from shared.redis import get_redis
+from shared.stores import users
+
+Enqueue = Callable[[str, BaseModel], None]
+
+bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer <key>`.")
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+
+
+def get_settings_dep(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_db(request: Request) -> Database:
+    return request.app.state.db
+
+
+def get_sync_redis(request: Request) -> redis.Redis:
+    """The process's synchronous client, for sync routes (metrics, heartbeats, publishing)."""
+    return get_redis(request.app.state.settings)
+
+
+def get_async_redis(request: Request) -> aioredis.Redis:
+    """The app's asyncio client, opened by the lifespan, for streams and readiness."""
+    return request.app.state.redis
+
+
+def get_enqueue(request: Request) -> Enqueue:
+    """Read at call time so tests may replace `app.state.enqueue`."""
+    return request.app.state.enqueue
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+DbDep = Annotated[Database, Depends(get_db)]
+RedisDep = Annotated[redis.Redis, Depends(get_sync_redis)]
+AsyncRedisDep = Annotated[aioredis.Redis, Depends(get_async_redis)]
+EnqueueDep = Annotated[Enqueue, Depends(get_enqueue)]
+
+
+def current_user(db: DbDep, credentials: Credentials) -> User:
+    """The user owning the bearer key; 401 unauthorized otherwise."""
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized("A valid API key is required: `Authorization: Bearer <key>`.")
+    user = users.authenticate(db, credentials.credentials)
+    if user is None:
+        raise Unauthorized("The API key is not valid.")
+    return user
+
+
+def admin_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> None:
+    """Pass only the admin key; a user's key is 403 forbidden, anything else 401."""
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized("The admin API key is required: `Authorization: Bearer <key>`.")
+    expected = settings.admin_api_key.get_secret_value() if settings.admin_api_key else ""
+    if expected and secrets.compare_digest(credentials.credentials.encode(), expected.encode()):
+        return
+    if users.authenticate(db, credentials.credentials) is not None:
+        raise Forbidden("This route needs the admin API key.")
+    raise Unauthorized("The API key is not valid.")
+
+
+CurrentUser = Annotated[User, Depends(current_user)]
+AdminKey = Annotated[None, Depends(admin_key)]

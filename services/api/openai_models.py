@@ -1,0 +1,172 @@
+"""The OpenAI chat-completions wire format: the request we accept and the objects we answer with."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SYSTEM_ROLES = frozenset({"system", "developer"})
+HISTORY_ROLES = frozenset({"user", "assistant", "tool"})
+
+
+def content_text(content: str | list[dict[str, Any]] | None) -> str | None:
+    """The text of a message's content: a string, or the text parts joined; other part types are refused."""
+    if content is None or isinstance(content, str):
+        return content
+    texts = []
+    for part in content:
+        if part.get("type") != "text" or not isinstance(part.get("text"), str):
+            raise ValueError(f"only text content parts are supported, not {part.get('type')!r}")
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+class ChatMessageIn(BaseModel):
+    """One message of the request; unknown fields are tolerated because clients send many."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str = Field(max_length=32)
+    content: str | list[dict[str, Any]] | None = None
+    name: str | None = Field(default=None, max_length=128)
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = Field(default=None, max_length=128)
+
+    @property
+    def text(self) -> str | None:
+        return content_text(self.content)
+
+    def stored(self) -> dict[str, Any]:
+        """The fields a stored Message keeps."""
+        return {
+            "role": self.role,
+            "content": self.text,
+            "tool_calls": self.tool_calls,
+            "tool_call_id": self.tool_call_id,
+            "name": self.name,
+        }
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(BaseModel):
+    """An OpenAI ChatCompletion request; only `messages` matters, the rest is accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = Field(default=None, max_length=200)
+    messages: list[ChatMessageIn] = Field(min_length=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+
+    @field_validator("messages")
+    @classmethod
+    def _ends_with_user_text(cls, messages: list[ChatMessageIn]) -> list[ChatMessageIn]:
+        for message in messages:
+            content_text(message.content)
+            if message.role not in SYSTEM_ROLES | HISTORY_ROLES:
+                raise ValueError(f"unknown role {message.role!r}")
+        last = messages[-1]
+        if last.role != "user" or not last.text:
+            raise ValueError("the last message must be a user message with text content")
+        return messages
+
+    @property
+    def instructions(self) -> str | None:
+        """The system (and developer) messages joined: the new session's instructions."""
+        parts = [m.text for m in self.messages if m.role in SYSTEM_ROLES and m.text]
+        return "\n\n".join(parts) or None
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The messages before the last one, system messages left out."""
+        return [m.stored() for m in self.messages[:-1] if m.role in HISTORY_ROLES]
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class Choice(BaseModel):
+    index: int = 0
+    message: AssistantMessage
+    finish_reason: str = "stop"
+    logprobs: None = None
+
+
+class CompletionUsage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    @classmethod
+    def of(cls, usage: dict[str, Any] | None) -> "CompletionUsage":
+        usage = usage or {}
+        prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        return cls(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: CompletionUsage
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "hermes-stack"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class OpenAIErrorBody(BaseModel):
+    error: OpenAIErrorDetail
+
+
+def openai_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries documenting OpenAI's error body for these statuses."""
+    return {status: {"model": OpenAIErrorBody} for status in statuses}
+
+
+class ChunkMaker:
+    """Builds the `data:` lines of one streamed completion."""
+
+    def __init__(self, completion_id: str, model: str, created: int) -> None:
+        self.base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model}
+
+    @staticmethod
+    def line(payload: dict[str, Any]) -> str:
+        return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+    def delta(self, delta: dict[str, Any], finish_reason: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return self.line({**self.base, "choices": [choice]})
+
+    def usage(self, usage: CompletionUsage) -> str:
+        return self.line({**self.base, "choices": [], "usage": usage.model_dump()})

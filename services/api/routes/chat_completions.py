@@ -1,0 +1,169 @@
+"""The OpenAI-compatible endpoint: a chat completion is one turn of a stored session, waited for."""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import aclosing
+from typing import Annotated, AsyncIterator
+
+import redis
+from fastapi import APIRouter, Header, Request, Response
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from services.api.accept import accept_turn, check_input_size
+from services.api.deps import AsyncRedisDep, CurrentUser, DbDep, Enqueue, EnqueueDep, SettingsDep
+from services.api.errors import error_response
+from services.api.openai_models import (
+    AssistantMessage,
+    ChatCompletion,
+    ChatCompletionRequest,
+    Choice,
+    ChunkMaker,
+    CompletionUsage,
+    ModelCard,
+    ModelList,
+    openai_errors,
+)
+from services.api.routes.events import SSE_HEADERS
+from services.api.streams import KEEPALIVE, Event, follow, turn_loader, within
+from shared.config import Settings
+from shared.db import Database
+from shared.models.turns import Turn
+from shared.stores import sessions
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "hermes-stack"
+STREAM_DOC = {"content": {"text/event-stream": {"schema": {"type": "string"}}}}
+
+router = APIRouter(tags=["openai"])
+
+
+def model_name(settings: Settings, requested: str | None = None) -> str:
+    return requested or settings.llm_model or DEFAULT_MODEL
+
+
+def _start_turn(
+    db: Database, enqueue: Enqueue, settings: Settings, user_id: str, body: ChatCompletionRequest, session_id: str | None
+) -> Turn:
+    """Continue the stored session named by X-Session-Id, or open one seeded with the client's history."""
+    text = body.messages[-1].text or ""
+    check_input_size(settings, text)
+    if session_id:
+        sessions.get_session(db, user_id, session_id)
+    else:
+        row = sessions.create_session(db, user_id, source="chat_completions", instructions=body.instructions)
+        if body.history:
+            sessions.append_messages(db, row.id, body.history)
+        session_id = row.id
+    return accept_turn(db, enqueue, settings, user_id=user_id, session_id=session_id, text=text)
+
+
+def _failure(event: Event) -> tuple[str, str]:
+    """(code, message) of a failed or cancelled turn."""
+    if event.type == "turn.cancelled":
+        return "turn_cancelled", "The turn was cancelled."
+    error = event.data.get("error") or {}
+    return error.get("code") or "turn_failed", error.get("message") or "The turn failed."
+
+
+@router.post(
+    "/v1/chat/completions",
+    response_model=ChatCompletion,
+    responses={200: STREAM_DOC, **openai_errors(400, 401, 404, 413, 502, 504)},
+)
+async def chat_completions(
+    body: ChatCompletionRequest,
+    request: Request,
+    response: Response,
+    db: DbDep,
+    r: AsyncRedisDep,
+    settings: SettingsDep,
+    enqueue: EnqueueDep,
+    user: CurrentUser,
+    x_session_id: Annotated[str | None, Header(max_length=64)] = None,
+) -> ChatCompletion | Response:
+    """Run the last user message as a turn and answer in OpenAI's format, streamed or not."""
+    turn = await run_in_threadpool(_start_turn, db, enqueue, settings, user.id, body, x_session_id)
+    ids = {"X-Session-Id": turn.session_id, "X-Turn-Id": turn.id}
+    model = model_name(settings, body.model)
+    followed = follow(r, turn.id, turn_loader(db, user.id, turn.id), idle_seconds=settings.sse_keepalive_seconds)
+    events = within(followed, settings.chat_completion_timeout_seconds)
+    chunks = ChunkMaker(f"chatcmpl-{turn.id}", model, int(time.time()))
+    if body.stream:
+        frames = _stream(events, chunks, body.include_usage)
+        return StreamingResponse(frames, media_type="text/event-stream", headers={**SSE_HEADERS, **ids})
+    final = await _terminal(events)
+    if final is None:
+        message = f"The turn did not finish in time; it keeps running: GET /v1/turns/{turn.id}."
+        return error_response(request.url.path, 504, "timeout", message, headers=ids)
+    if final.type != "turn.completed":
+        return error_response(request.url.path, 502, *_failure(final), headers=ids)
+    response.headers.update(ids)
+    return ChatCompletion(
+        id=chunks.base["id"],
+        created=chunks.base["created"],
+        model=model,
+        choices=[Choice(message=AssistantMessage(content=final.data.get("output") or ""))],
+        usage=CompletionUsage.of(final.data.get("usage")),
+    )
+
+
+async def _terminal(events: AsyncIterator[Event | None]) -> Event | None:
+    """The turn's terminal event, or None when it did not come in time."""
+    try:
+        async with aclosing(events):
+            async for event in events:
+                if event is not None and event.terminal:
+                    return event
+    except TimeoutError:
+        pass
+    return None
+
+
+async def _stream(events: AsyncIterator[Event | None], chunks: ChunkMaker, include_usage: bool) -> AsyncIterator[str]:
+    """Role chunk, content deltas, tool activity as SSE comments, the stop chunk (and usage), then [DONE]."""
+    yield chunks.delta({"role": "assistant", "content": ""})
+    try:
+        async with aclosing(events):
+            async for event in events:
+                for frame in _frames_for(event, chunks, include_usage):
+                    yield frame
+    except TimeoutError:
+        yield _error_line(chunks, "timeout", "The turn did not finish in time.")
+    except redis.RedisError as exc:
+        log.warning("completion stream of %s broke off (%s)", chunks.base["id"], type(exc).__name__)
+        yield _error_line(chunks, "service_unavailable", "The event stream broke off; read the turn by its id.")
+    yield "data: [DONE]\n\n"
+
+
+def _error_line(chunks: ChunkMaker, code: str, message: str) -> str:
+    return chunks.line({"error": {"message": message, "type": "server_error", "param": None, "code": code}})
+
+
+def _frames_for(event: Event | None, chunks: ChunkMaker, include_usage: bool) -> list[str]:
+    if event is None:
+        return [KEEPALIVE]
+    if event.type == "message.delta" and event.data.get("delta"):
+        return [chunks.delta({"content": event.data["delta"]})]
+    if event.type == "tool.started":
+        return [f": tool {event.data.get('name', '?')} started\n\n"]
+    if event.type == "tool.completed":
+        outcome = "completed" if event.data.get("ok", True) else "failed"
+        return [f": tool {event.data.get('name', '?')} {outcome}\n\n"]
+    if event.type == "turn.completed":
+        frames = [chunks.delta({}, finish_reason="stop")]
+        if include_usage:
+            frames.append(chunks.usage(CompletionUsage.of(event.data.get("usage"))))
+        return frames
+    if event.type in ("turn.failed", "turn.cancelled"):
+        return [_error_line(chunks, *_failure(event))]
+    return []
+
+
+@router.get("/v1/models", response_model=ModelList, responses=openai_errors(401))
+def list_models(request: Request, settings: SettingsDep, _user: CurrentUser) -> ModelList:
+    """The one model this stack serves."""
+    return ModelList(data=[ModelCard(id=model_name(settings), created=request.app.state.started_at)])

@@ -1,0 +1,77 @@
+"""Liveness, readiness and Prometheus metrics; no auth."""
+
+from __future__ import annotations
+
+import asyncio
+
+import anyio
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, PlainTextResponse
+from sqlalchemy import text
+
+from services.api.deps import AsyncRedisDep, DbDep, RedisDep, SettingsDep
+from services.api.errors import error_response
+from services.api.schemas import ErrorBody, Health, Readiness
+from services.api.stack_status import services_up, turn_counts
+from shared.queue.app import queue_depths
+from shared import metrics
+from shared.db import Database
+
+CHECK_TIMEOUT_SECONDS = 2.0
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=Health)
+async def healthz() -> Health:
+    """The process answers; touches nothing else."""
+    return Health(status="ok")
+
+
+def _select_one(db: Database) -> None:
+    with db.read() as s:
+        s.execute(text("SELECT 1"))
+
+
+async def _check(name: str, probe) -> tuple[str, str]:
+    try:
+        await asyncio.wait_for(probe(), CHECK_TIMEOUT_SECONDS)
+    except Exception as exc:  # any failure means not ready; the reason goes in the body
+        return name, f"failed: {type(exc).__name__}"
+    return name, "ok"
+
+
+@router.get("/readyz", response_model=Readiness, responses={503: {"model": ErrorBody}})
+async def readyz(db: DbDep, r: AsyncRedisDep) -> Readiness | JSONResponse:
+    """Ready when the database answers SELECT 1 and Redis answers PING, each within 2 s."""
+    results = await asyncio.gather(
+        _check("database", lambda: anyio.to_thread.run_sync(_select_one, db, abandon_on_cancel=True)),
+        _check("redis", r.ping),
+    )
+    checks = dict(results)
+    failed = sorted(name for name, state in checks.items() if state != "ok")
+    if failed:
+        detail = ", ".join(f"{name} {checks[name]}" for name in failed)
+        return error_response("/readyz", 503, "service_unavailable", f"Not ready: {detail}.")
+    return Readiness(status="ready", checks=checks)
+
+
+@router.get("/metrics", response_class=PlainTextResponse, responses={200: {"content": {PROMETHEUS_TEXT: {}}}})
+def prometheus_metrics(db: DbDep, r: RedisDep, settings: SettingsDep) -> PlainTextResponse:
+    """Prometheus text format 0.0.4: Redis-held counters and histograms plus live gauges."""
+    gauges = {
+        "hstack_turns": (
+            "Turns by status.",
+            {f'status="{status}"': count for status, count in turn_counts(db).items()},
+        ),
+        "hstack_queue_depth": (
+            "Tasks waiting in each queue.",
+            {f'queue="{name}"': depth for name, depth in queue_depths(r, settings).items()},
+        ),
+        "hstack_services_up": (
+            "Live instances per service.",
+            {f'service="{name}"': count for name, count in services_up(r).items()},
+        ),
+    }
+    return PlainTextResponse(metrics.render(r, gauges), media_type=PROMETHEUS_TEXT)

@@ -1,0 +1,32 @@
+"""Users and their API keys; admin key only."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from services.api.deps import AdminKey, DbDep
+from services.api.schemas import UserCreateBody, UserList, error_responses
+from shared.models.users import ApiKeyIssued, UserPublic
+from shared.stores import users
+
+router = APIRouter(prefix="/v1/users", tags=["users"], responses=error_responses(401, 403))
+
+
+@router.post("", status_code=201, response_model=UserPublic, responses=error_responses(409, 422))
+def create_user(body: UserCreateBody, db: DbDep, _admin: AdminKey) -> UserPublic:
+    """Create a user; 409 user_exists when the name is taken."""
+    return UserPublic.model_validate(users.create_user(db, body.name), from_attributes=True)
+
+
+@router.get("", response_model=UserList)
+def list_users(db: DbDep, _admin: AdminKey) -> UserList:
+    """Every user, oldest first."""
+    return UserList(data=[UserPublic.model_validate(u, from_attributes=True) for u in users.list_users(db)])
+
+
+@router.post("/{user_id}/keys", status_code=201, response_model=ApiKeyIssued, responses=error_responses(404))
+def issue_key(user_id: str, db: DbDep, _admin: AdminKey) -> ApiKeyIssued:
+    """Issue an API key for a user (by id or name); the key is in this answer only."""
+    user = users.find_user(db, user_id)
+    key, plaintext = users.create_key(db, user.id)
+    return ApiKeyIssued(id=key.id, user_id=user.id, key=plaintext, prefix=key.prefix, created_at=key.created_at)

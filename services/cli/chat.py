@@ -1,0 +1,165 @@
+"""`hstack chat`: a terminal conversation through the api, streaming answers and tool activity."""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from services.cli.client import ApiClient, CliError, Event
+
+HELP = "Type a message and press Enter. /new starts a new session, /quit exits."
+ARGS_WIDTH = 60
+
+
+def format_call(name: str, arguments) -> str:
+    """`read_file(path="a.txt")` from a tool name and its JSON arguments, cut to a readable width."""
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except json.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict):
+        inner = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in parsed.items())
+    else:
+        inner = str(arguments or "")
+    if len(inner) > ARGS_WIDTH:
+        inner = inner[: ARGS_WIDTH - 1] + "…"
+    return f"{name}({inner})"
+
+
+class TurnPrinter:
+    """Writes one turn's events: text as it streams, a line per tool call, errors in words."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.streamed = False
+        self.at_line_start = True
+        self.open_tool: str | None = None
+        self.calls: dict[str, str] = {}
+
+    def write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self.at_line_start = text.endswith("\n")
+
+    def new_line(self) -> None:
+        if self.open_tool is not None:
+            self.open_tool = None
+        if not self.at_line_start:
+            self.write("\n")
+
+    def handle(self, event: Event) -> None:
+        handler = getattr(self, "on_" + event.type.replace(".", "_"), None)
+        if handler is not None:
+            handler(event.data)
+
+    def on_message_delta(self, data: dict) -> None:
+        if self.open_tool is not None:
+            self.new_line()
+        self.streamed = True
+        self.write(data.get("delta") or "")
+
+    def on_tool_started(self, data: dict) -> None:
+        self.new_line()
+        call_id = str(data.get("id") or len(self.calls))
+        self.calls[call_id] = format_call(data.get("name", "?"), data.get("arguments"))
+        self.write(f"  ↳ {self.calls[call_id]} …")
+        self.open_tool = call_id
+
+    def on_tool_completed(self, data: dict) -> None:
+        call_id = str(data.get("id"))
+        outcome = "ok" if data.get("ok", True) else "failed"
+        if self.open_tool == call_id:
+            self.open_tool = None
+            self.write(f" {outcome}\n")
+            return
+        self.new_line()
+        self.write(f"  ↳ {self.calls.get(call_id, data.get('name', '?'))} … {outcome}\n")
+
+    def on_approval_requested(self, data: dict) -> None:
+        self.new_line()
+        what = data.get("command") or data.get("description") or data.get("tool") or "a tool call"
+        self.write(f"  ⚠ waiting for approval of {what} (approval id {data.get('id', '?')}); "
+                   "approve or deny it with POST /v1/approvals/<id>\n")
+
+    def on_turn_completed(self, data: dict) -> None:
+        if not self.streamed and data.get("output"):
+            self.new_line()
+            self.write(data["output"])
+        self.new_line()
+
+    def on_turn_failed(self, data: dict) -> None:
+        error = data.get("error") or {}
+        self.new_line()
+        self.write(f"error: {error.get('message', 'the turn failed')} ({error.get('code', 'error')})\n")
+
+    def on_turn_cancelled(self, data: dict) -> None:
+        self.new_line()
+        self.write("(the turn was cancelled)\n")
+
+
+class Chat:
+    """A loop of lines in, streamed answers out; one turn per line."""
+
+    def __init__(self, client: ApiClient, stdin: TextIO, out: TextIO, *, session_id: str | None = None) -> None:
+        self.client = client
+        self.stdin = stdin
+        self.out = out
+        self.interactive = stdin.isatty()
+        self.api_errors = 0
+        self.session_id = self._open(session_id)
+        if self.interactive:
+            import readline  # noqa: F401  (line editing and history for input())
+
+            self.say(f"session {self.session_id} — {HELP}")
+
+    def _open(self, session_id: str | None) -> str:
+        if session_id:
+            return self.client.get(f"/v1/sessions/{session_id}")["id"]
+        return self.client.post("/v1/sessions", {})["id"]
+
+    def say(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def run(self) -> int:
+        """0 at /quit or the end of input; 1 when the api refused or dropped a turn along the way."""
+        while True:
+            line = self.read_line()
+            if line is None or line.strip() == "/quit":
+                return 1 if self.api_errors else 0
+            text = line.strip()
+            if not text:
+                continue
+            if text == "/new":
+                self.session_id = self._open(None)
+                self.say(f"new session {self.session_id}")
+                continue
+            self.turn(text)
+
+    def read_line(self) -> str | None:
+        """The next line, or None at the end of input."""
+        if not self.interactive:
+            return self.stdin.readline() or None
+        try:
+            return input("you › ")
+        except EOFError:
+            self.say("")
+            return None
+
+    def turn(self, text: str) -> None:
+        """Post one turn and print its events until it ends; a refused or failed turn does not end the chat."""
+        printer = TurnPrinter(self.out)
+        try:
+            turn = self.client.post_turn(self.session_id, text)
+            for event in self.client.events(turn["id"]):
+                printer.handle(event)
+        except CliError as exc:
+            printer.new_line()
+            self.say(f"error: {exc}")
+            self.api_errors += 1
+
+
+def chat(client: ApiClient, stdin: TextIO, out: TextIO, session_id: str | None = None) -> int:
+    """Run `hstack chat` until /quit or the end of input."""
+    return Chat(client, stdin, out, session_id=session_id).run()

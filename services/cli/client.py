@@ -1,0 +1,175 @@
+"""The CLI's HTTP client of the api: where it is, which key to send, errors a person can read."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import httpx
+from dotenv import dotenv_values
+
+from shared.config import dotenv_path, load_settings
+
+TERMINAL_EVENTS = frozenset({"turn.completed", "turn.failed", "turn.cancelled"})
+STREAM_RECONNECTS = 3
+
+
+class CliError(Exception):
+    """A failure the CLI prints as one readable line and exits non-zero on."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One server-sent event of a turn."""
+
+    id: str | None
+    type: str
+    data: dict[str, Any]
+
+
+def base_url() -> str:
+    """HSTACK_URL, else the local api on API_PORT (environment or `.env`)."""
+    url = os.environ.get("HSTACK_URL")
+    if url:
+        return url.rstrip("/")
+    return f"http://127.0.0.1:{load_settings().api_port}"
+
+
+def admin_key(flag: str | None) -> str:
+    """The admin key from `--admin-key`, else ADMIN_API_KEY from the environment or `.env`."""
+    key = flag or _secret(load_settings().admin_api_key)
+    if not key:
+        raise CliError("No admin key: pass --admin-key or set ADMIN_API_KEY (`hstack run` writes it to .env).")
+    return key
+
+
+def user_key(flag: str | None) -> str:
+    """A user's key from `--key`, else HSTACK_API_KEY from the environment or `.env`."""
+    key = flag or os.environ.get("HSTACK_API_KEY") or dotenv_values(dotenv_path()).get("HSTACK_API_KEY")
+    if not key:
+        raise CliError("No API key: pass --key or set HSTACK_API_KEY (create one with `hstack users create NAME`).")
+    return key
+
+
+def _secret(value) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+class ApiClient:
+    """A thin JSON client; every failure becomes a CliError with the api's own message."""
+
+    def __init__(self, url: str, key: str, *, timeout: float = 30.0) -> None:
+        self.url = url
+        self._http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "ApiClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def get(self, path: str, **params) -> Any:
+        return self._call("GET", path, params=params or None)
+
+    def post(self, path: str, body: dict | None = None, *, headers: dict | None = None) -> Any:
+        return self._call("POST", path, json=body if body is not None else {}, headers=headers)
+
+    def post_turn(self, session_id: str, text: str) -> dict:
+        """Post a turn; a retry after a dropped connection reuses the Idempotency-Key, so it runs once."""
+        headers = {"Idempotency-Key": uuid.uuid4().hex}
+        try:
+            return self.post(f"/v1/sessions/{session_id}/turns", {"input": text}, headers=headers)
+        except CliError as first:
+            if not isinstance(first.__cause__, httpx.TransportError):
+                raise
+            return self.post(f"/v1/sessions/{session_id}/turns", {"input": text}, headers=headers)
+
+    def _call(self, method: str, path: str, **kwargs) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise CliError(self.unreachable()) from exc
+        if response.status_code >= 400:
+            raise CliError(describe_error(response))
+        return response.json() if response.content else None
+
+    def unreachable(self) -> str:
+        return f"Cannot reach the api at {self.url}. Is `hstack run` running? (HSTACK_URL points elsewhere.)"
+
+    def events(self, turn_id: str) -> Iterator[Event]:
+        """The turn's events from the start until its terminal one, resuming after dropped connections."""
+        last_id: str | None = None
+        failures = 0
+        while True:
+            headers = {"Last-Event-ID": last_id} if last_id else {}
+            problem = "the server closed it before the turn ended"
+            try:
+                for event in self._stream(f"/v1/turns/{turn_id}/events", headers):
+                    failures = 0
+                    last_id = event.id or last_id
+                    yield event
+                    if event.type in TERMINAL_EVENTS:
+                        return
+            except httpx.TransportError as exc:
+                problem = str(exc) or type(exc).__name__
+            failures += 1
+            if failures > STREAM_RECONNECTS:
+                raise CliError(f"Lost the event stream of turn {turn_id}: {problem}.")
+
+    def _stream(self, path: str, headers: dict) -> Iterator[Event]:
+        timeout = httpx.Timeout(30.0, read=None)
+        with self._http.stream("GET", path, headers=headers, timeout=timeout) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise CliError(describe_error(response))
+            yield from parse_sse(response.iter_lines())
+
+
+def parse_sse(lines: Iterator[str]) -> Iterator[Event]:
+    """Server-sent event frames to Events (comments and keep-alives skipped)."""
+    frame: dict[str, list[str]] = {}
+    for line in lines:
+        if not line:
+            if "event" in frame or "data" in frame:
+                yield _event(frame)
+            frame = {}
+            continue
+        if line.startswith(":"):
+            continue
+        key, _, value = line.partition(":")
+        frame.setdefault(key, []).append(value[1:] if value.startswith(" ") else value)
+    if "event" in frame or "data" in frame:
+        yield _event(frame)
+
+
+def _event(frame: dict[str, list[str]]) -> Event:
+    raw = "\n".join(frame.get("data", []))
+    try:
+        data = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        data = {"raw": raw}
+    ids = frame.get("id")
+    return Event(id=ids[-1] if ids else None, type=(frame.get("event") or ["message"])[-1], data=data)
+
+
+def describe_error(response: httpx.Response) -> str:
+    """`message (code, HTTP status)` from the api's error body, whatever its shape."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        message = error.get("message") or response.reason_phrase
+        code = error.get("code") or error.get("type") or "error"
+    else:
+        message = (body.get("detail") if isinstance(body, dict) else None) or response.text[:200] or response.reason_phrase
+        code = "error"
+    hint = " Check the key." if response.status_code == 401 else ""
+    return f"{message} ({code}, HTTP {response.status_code}).{hint}"

@@ -1,0 +1,110 @@
+"""`hstack`: run the stack, migrate, manage users and keys, chat, and show status."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pydantic import ValidationError
+
+from services.cli import chat, status, users
+from services.cli.client import ApiClient, CliError, admin_key, base_url, user_key
+
+
+def connection_options(suppress: bool) -> argparse.ArgumentParser:
+    """--url and --admin-key, accepted before the command and after it."""
+    default = argparse.SUPPRESS if suppress else None
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--url", default=default,
+                         help="the api's base URL (default: HSTACK_URL, else http://127.0.0.1:$API_PORT)")
+    options.add_argument("--admin-key", default=default,
+                         help="admin commands: default ADMIN_API_KEY from the environment or .env")
+    return options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hstack", description="Hermes Stack: a self-hosted AI agent service.",
+                                     parents=[connection_options(suppress=False)])
+    client = [connection_options(suppress=True)]
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    commands.add_parser("run", help="run the whole stack in the foreground (what `make run` does)")
+    commands.add_parser("migrate", help="bring the database to the latest schema")
+
+    user_sub = commands.add_parser("users", help="create and list users (admin)").add_subparsers(
+        dest="action", required=True, metavar="ACTION")
+    create = user_sub.add_parser("create", parents=client, help="create a user and print its first API key once")
+    create.add_argument("name")
+    user_sub.add_parser("list", parents=client, help="list users")
+
+    key_sub = commands.add_parser("keys", help="issue API keys (admin)").add_subparsers(
+        dest="action", required=True, metavar="ACTION")
+    key_create = key_sub.add_parser("create", parents=client, help="issue another key for a user")
+    key_create.add_argument("user", help="the user's id or name")
+
+    commands.add_parser("status", parents=client, help="services, queue depths and recent turns (admin)")
+
+    chat_cmd = commands.add_parser("chat", parents=client, help="talk to the agent in this terminal (one turn per line)")
+    chat_cmd.add_argument("--key", help="your API key (default: HSTACK_API_KEY)")
+    chat_cmd.add_argument("--session", help="continue this session instead of starting a new one")
+    return parser
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        from services.cli.run import run
+
+        return run()
+    if args.command == "migrate":
+        return migrate()
+    url = args.url or base_url()
+    if args.command == "chat":
+        with ApiClient(url, user_key(args.key)) as client:
+            return chat.chat(client, sys.stdin, sys.stdout, session_id=args.session)
+    with ApiClient(url, admin_key(args.admin_key)) as client:
+        if args.command == "status":
+            return status.status(client, sys.stdout)
+        if args.command == "users" and args.action == "create":
+            return users.create_user(client, args.name, sys.stdout)
+        if args.command == "users":
+            return users.list_users(client, sys.stdout)
+        return users.create_key(client, args.user, sys.stdout)
+
+
+def migrate() -> int:
+    from services.cli.run import StartupError, make_url_safe
+    from services.cli.run import migrate as upgrade
+    from shared.config import load_settings
+
+    settings = load_settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        upgrade(settings)
+    except StartupError as exc:
+        raise CliError(str(exc)) from exc
+    print(f"database {make_url_safe(settings.sqlalchemy_url)} is at the latest schema")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `hstack` console script; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return dispatch(args)
+    except CliError as exc:
+        print(f"hstack: {exc}", file=sys.stderr)
+        return 1
+    except ValidationError as exc:
+        print(f"hstack: invalid configuration (environment or .env):\n{exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`hstack status | head`); silence the flush at exit as Python's docs advise.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The processes `hstack run` starts: one command line and environment per service, as compose runs them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dotenv import dotenv_values
+
+from shared.config import Settings, dotenv_path
+
+DEMO_MODEL_NAME = "scripted-demo"
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def python(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+def services(settings: Settings, data_dir: Path) -> list[Service]:
+    """api, worker (queue turns), reviewer (queue review) and curator (beat + queue curator)."""
+    quiet = ["--without-gossip", "--without-mingle", "--loglevel", settings.log_level]
+    celery_worker = ["-m", "celery", "-A", "services.worker.tasks", "worker", "--pool", "threads", *quiet]
+    return [
+        Service("api", python("-m", "uvicorn", "--factory", "services.api.main:create_app", "--host",
+                              settings.api_host, "--port", str(settings.api_port), "--timeout-graceful-shutdown", "5")),
+        Service("worker", python(*celery_worker, "-Q", "turns", "--concurrency", str(settings.worker_concurrency),
+                                 "-n", "worker@%h"), {"HSTACK_SERVICE": "worker"}),
+        Service("reviewer", python(*celery_worker, "-Q", "review", "--concurrency", str(settings.worker_concurrency),
+                                   "-n", "reviewer@%h"), {"HSTACK_SERVICE": "reviewer"}),
+        Service("curator", python("-m", "celery", "-A", "services.curator.tasks", "worker", "-B", "-Q", "curator",
+                                   "--pool", "threads", "--concurrency", "2", "-n", "curator@%h", *quiet,
+                                   "--schedule", str(data_dir / "celerybeat-schedule")),
+                {"HSTACK_SERVICE": "curator"}),
+    ]
+
+
+def demo_model(port: int) -> Service:
+    """The scripted demo model, served when no LLM_BASE_URL is configured."""
+    return Service("model", python("-m", "tests.fakes.model", "--host", "127.0.0.1", "--port", str(port), "--demo"))
+
+
+def configured(name: str) -> bool:
+    """True when the environment or `.env` sets `name`."""
+    return name in os.environ or dotenv_values(dotenv_path()).get(name) is not None
+
+
+def base_env(settings: Settings, data_dir: Path, redis_url: str) -> dict[str, str]:
+    """The environment every child shares: the same DATA_DIR, `.env`, Redis and admin key as the supervisor."""
+    env = {
+        **os.environ,
+        "DATA_DIR": str(data_dir),
+        "HSTACK_DOTENV": str(dotenv_path().resolve()),
+        "REDIS_URL": redis_url,
+        "API_HOST": settings.api_host,
+        "API_PORT": str(settings.api_port),
+        "PYTHONUNBUFFERED": "1",
+    }
+    if settings.admin_api_key is not None:
+        env["ADMIN_API_KEY"] = settings.admin_api_key.get_secret_value()
+    if not configured("LOG_FORMAT"):
+        env["LOG_FORMAT"] = "text"  # a person reads these lines in a terminal
+    return env
+
+
+def demo_env(model_port: int) -> dict[str, str]:
+    return {"LLM_BASE_URL": f"http://127.0.0.1:{model_port}/v1", "LLM_MODEL": DEMO_MODEL_NAME}
+
+
+DEMO_BANNER = """\
+==============================================================================
+ DEMO MODE: no model is configured (LLM_BASE_URL is unset), so the scripted
+ demo model answers. It only acknowledges what you write and can list your
+ files; it does not think. To use a real model, put these in .env and restart:
+     LLM_BASE_URL=https://api.openai.com/v1   (or OpenRouter, Ollama, vLLM, …)
+     LLM_API_KEY=sk-…
+     LLM_MODEL=gpt-4o-mini
+=============================================================================="""
+
+
+def key_source() -> str:
+    return "from the environment" if "ADMIN_API_KEY" in os.environ else f"in {dotenv_path()}"
+
+
+def hstack_command() -> str:
+    """How to call `hstack` from this shell: bare when on PATH, else the venv's script."""
+    script = Path(sys.executable).parent / "hstack"
+    if shutil.which("hstack") == str(script) or not script.exists():
+        return "hstack"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def ready_banner(url: str, admin_key: str) -> str:
+    cli = hstack_command()
+    steps = [
+        (f"{cli} users create alice", "creates a user and prints its API key once"),
+        (f"{cli} chat --key <alice's key>", "talk to the agent in this terminal"),
+        (f"{cli} status", "services, queue depths, recent turns"),
+    ]
+    width = max(len(command) for command, _ in steps)
+    return (
+        f"\nHermes Stack is ready at {url}\n"
+        f"  admin key: {admin_key}   (ADMIN_API_KEY {key_source()})\n"
+        "Next steps:\n"
+        + "".join(f"  {command.ljust(width)}  # {why}\n" for command, why in steps)
+        + "Press Ctrl-C to stop.\n"
+    )

@@ -1,0 +1,54 @@
+"""`hstack users create|list` and `hstack keys create`: admin operations over the api."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from services.cli.client import ApiClient, CliError
+
+KEY_WARNING = "Store this key now: it is shown once and cannot be recovered (issue another with `hstack keys create`)."
+
+
+def _users(client: ApiClient) -> list[dict]:
+    body = client.get("/v1/users")
+    return body.get("data", []) if isinstance(body, dict) else body
+
+
+def resolve_user(client: ApiClient, id_or_name: str) -> dict:
+    """A user by id or by name, from GET /v1/users."""
+    for user in _users(client):
+        if id_or_name in (user.get("id"), user.get("name")):
+            return user
+    raise CliError(f"No user {id_or_name!r} (see `hstack users list`).")
+
+
+def print_key(out: TextIO, user: dict, issued: dict) -> None:
+    out.write(f"API key for {user['name']} ({user['id']}):\n  {issued['key']}\n{KEY_WARNING}\n")
+
+
+def create_user(client: ApiClient, name: str, out: TextIO) -> int:
+    """Create a user and issue its first key."""
+    user = client.post("/v1/users", {"name": name})
+    issued = client.post(f"/v1/users/{user['id']}/keys")
+    out.write(f"Created user {user['name']} with id {user['id']}.\n")
+    print_key(out, user, issued)
+    return 0
+
+
+def list_users(client: ApiClient, out: TextIO) -> int:
+    users = _users(client)
+    if not users:
+        out.write("No users yet: create one with `hstack users create NAME`.\n")
+        return 0
+    width = max(len(u["id"]) for u in users)
+    for user in users:
+        out.write(f"{user['id'].ljust(width)}  {user['name']}  {str(user.get('created_at', ''))[:19]}\n")
+    return 0
+
+
+def create_key(client: ApiClient, id_or_name: str, out: TextIO) -> int:
+    """Issue another key for a user named by id or name."""
+    user = resolve_user(client, id_or_name)
+    issued = client.post(f"/v1/users/{user['id']}/keys")
+    print_key(out, user, issued)
+    return 0

@@ -1,0 +1,222 @@
+"""One claimed turn, from the user's message to an answer: model call, tools, repeat.
+
+Every message is stored as it happens, keyed by (turn_id, turn_position), so a turn that a
+dead worker left half done resumes from the transcript without duplicating anything and
+without re-running a tool whose effect is unknown.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from shared import metrics
+from shared.clock import utcnow
+from shared.errors import ModelError
+from shared.llm import Cancelled, Completion, ToolCall
+from shared.logs import session_id_var, turn_id_var
+from shared.models.sessions import Message
+from shared.models.turns import Turn, TurnStatus
+from shared.stores import sessions, turns
+from services.worker.agent.budget import BUDGET_NOTICE, BUDGET_NOTICE_NAME, IterationBudget
+from services.worker.agent.events import TurnEvents
+from services.worker.agent.history import build_history, call_name, interrupted_result, to_wire, unanswered_calls
+from services.worker.agent.outcome import (
+    CANCELLED_MESSAGE,
+    INTERNAL_ERROR_MESSAGE,
+    TRANSIENT_ERRORS,
+    Outcome,
+)
+from services.worker.agent.prompt import build_system_prompt
+from services.worker.agent.toolcalls import CallResult, ToolBatch
+from services.worker.runtime import Runtime
+from services.worker.tools.registry import ToolContext
+
+log = logging.getLogger(__name__)
+
+
+def run_turn(runtime: Runtime, turn: Turn) -> None:
+    """Run a turn this worker has claimed and record how it ended."""
+    tokens = (turn_id_var.set(turn.id), session_id_var.set(turn.session_id))
+    runtime.leases.hold(turn.id, cancel_requested=turn.cancel_requested)
+    try:
+        TurnRun(runtime, turn).run()
+    finally:
+        runtime.leases.release(turn.id)
+        turn_id_var.reset(tokens[0])
+        session_id_var.reset(tokens[1])
+
+
+class TurnRun:
+    """The state of one attempt at one turn."""
+
+    def __init__(self, runtime: Runtime, turn: Turn) -> None:
+        self.rt = runtime
+        self.turn = turn
+        self.events = TurnEvents(runtime.redis, turn.id, runtime.settings.event_stream_ttl_seconds)
+        self.system_prompt = ""
+        self.messages: list[dict[str, Any]] = []
+        self.position = 0
+        self.partial: list[str] = []
+        self.usage: dict[str, Any] = {
+            "prompt_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0, "iterations": 0,
+            "model": runtime.llm.model,
+        }
+
+    def run(self) -> None:
+        self.events.emit("turn.started", {"attempt": self.turn.attempts})
+        self.finish(self.outcome())
+
+    def outcome(self) -> Outcome:
+        """Converse, and turn whatever stopped the conversation into an outcome."""
+        try:
+            return Outcome(TurnStatus.completed, output=self.converse())
+        except ModelError as err:
+            log.warning("turn failed: %s (%s)", err.message, err.code)
+            return Outcome(TurnStatus.failed, error_code=err.code, error_message=err.message)
+        except Cancelled:
+            partial = self.keep_partial()
+            return Outcome(TurnStatus.cancelled, output=partial, error_code="cancelled",
+                           error_message=CANCELLED_MESSAGE)
+        except TRANSIENT_ERRORS:
+            raise
+        except Exception:
+            log.exception("turn stopped by an internal error")
+            return Outcome(TurnStatus.failed, error_code="internal_error", error_message=INTERNAL_ERROR_MESSAGE)
+
+    def converse(self) -> str:
+        """The agent loop; returns the final answer."""
+        self.system_prompt = self.frozen_prompt()
+        self.store([{"role": "user", "content": self.turn.input}], position=0)
+        mine = self.load_history()
+        budget = IterationBudget(self.rt.settings.max_iterations,
+                                 used=sum(1 for m in mine if m.role == "assistant" and m.tool_calls))
+        last = mine[-1]
+        if last.role == "assistant" and not last.tool_calls:
+            return last.content or ""  # the previous worker stored the answer, then stopped
+        while True:
+            self.check_cancel()
+            if not budget.consume():
+                return self.summary_answer()
+            self.usage["iterations"] = budget.used
+            completion = self.call(self.rt.tools.schemas() or None)
+            if not completion.tool_calls:
+                self.append([{"role": "assistant", "content": completion.content}])
+                return completion.content or ""
+            self.append([{"role": "assistant", "content": completion.content,
+                          "tool_calls": [call.to_openai() for call in completion.tool_calls]}])
+            self.run_tools(completion.tool_calls)
+
+    def frozen_prompt(self) -> str:
+        """The session's system prompt, built and frozen by the first turn that needs it."""
+        session = sessions.get_session(self.rt.db, None, self.turn.session_id)
+        if session.system_prompt is None:
+            prompt = build_system_prompt(session, self.rt.tools, self.rt.settings, utcnow().date())
+            session = sessions.freeze_system_prompt(self.rt.db, session.id, prompt)
+        return session.system_prompt
+
+    def load_history(self) -> list[Message]:
+        """Load the session's transcript; close a tool batch a stopped worker left open. Returns this turn's rows."""
+        stored = sessions.list_messages(self.rt.db, self.turn.session_id)
+        mine = [m for m in stored if m.turn_id == self.turn.id]
+        self.position = max(m.turn_position for m in mine) + 1
+        self.messages = build_history(stored)
+        open_calls = unanswered_calls(mine)
+        if open_calls:
+            log.warning("resuming turn: %d tool call(s) of the stopped worker have unknown effects", len(open_calls))
+            rows = [{"role": "tool", "content": interrupted_result(call_name(c)), "tool_call_id": c["id"],
+                     "name": call_name(c)} for c in open_calls]
+            mine += self.store(rows)  # build_history already put the same results in self.messages
+        return mine
+
+    def summary_answer(self) -> str:
+        """The budget ran out: ask once more, without tools, for a summary."""
+        notice = {"role": "user", "content": BUDGET_NOTICE}
+        if self.messages[-1] != notice:
+            self.append([{**notice, "name": BUDGET_NOTICE_NAME}])
+        completion = self.call(None)
+        self.append([{"role": "assistant", "content": completion.content}])
+        return completion.content or ""
+
+    def call(self, tools: list[dict] | None) -> Completion:
+        """One model call with the frozen system prompt first; deltas go to the event stream."""
+        self.partial = []
+        messages = [{"role": "system", "content": self.system_prompt}, *self.messages]
+        completion = self.rt.llm.complete(messages, tools=tools, on_delta=self.on_delta, cancelled=self.cancelled)
+        self.partial = []
+        self.usage["model_calls"] += 1
+        self.usage["prompt_tokens"] += completion.usage.prompt_tokens
+        self.usage["completion_tokens"] += completion.usage.completion_tokens
+        self.usage["model"] = completion.model or self.usage["model"]
+        return completion
+
+    def on_delta(self, text: str) -> None:
+        self.partial.append(text)
+        self.events.emit("message.delta", {"delta": text})
+
+    def cancelled(self) -> bool:
+        return self.rt.leases.is_cancelled(self.turn.id)
+
+    def check_cancel(self) -> None:
+        if self.cancelled():
+            raise Cancelled()
+
+    def keep_partial(self) -> str | None:
+        """Store the text streamed before a cancellation, so the transcript shows what the user saw."""
+        text = "".join(self.partial)
+        self.partial = []
+        if not text:
+            return None
+        self.append([{"role": "assistant", "content": text}])
+        return text
+
+    def run_tools(self, calls: list[ToolCall]) -> None:
+        """Execute one batch; results are stored and announced in call order."""
+        for call in calls:
+            self.events.emit("tool.started", {"id": call.id, "name": call.name, "arguments": call.arguments})
+        ctx = ToolContext(user_id=self.turn.user_id, session_id=self.turn.session_id, turn_id=self.turn.id,
+                          settings=self.rt.settings, cancelled=self.cancelled)
+        ToolBatch(self.rt.tools, ctx, self.cancelled).run(calls, self.on_tool_result)
+
+    def on_tool_result(self, result: CallResult) -> None:
+        self.append([{"role": "tool", "content": result.content, "tool_call_id": result.id, "name": result.name}])
+        self.events.emit("tool.completed", {"id": result.id, "name": result.name, "ok": result.ok})
+        self.usage["tool_calls"] += 1
+        tool = result.name if result.name in self.rt.tools else "unknown"
+        metrics.inc(self.rt.redis, "hstack_tool_calls_total", labels={"tool": tool})
+
+    def store(self, rows: list[dict[str, Any]], position: int | None = None) -> list[Message]:
+        """Persist rows at the next positions of this turn (a position already stored is kept, not duplicated)."""
+        if position is not None:
+            self.position = position
+        keyed = []
+        for row in rows:
+            keyed.append({**row, "turn_id": self.turn.id, "turn_position": self.position})
+            self.position += 1
+        return sessions.append_messages(self.rt.db, self.turn.session_id, keyed)
+
+    def append(self, rows: list[dict[str, Any]], position: int | None = None) -> None:
+        """Persist rows and add them to the history the model sees next."""
+        self.messages += [to_wire(m) for m in self.store(rows, position)]
+
+    def finish(self, outcome: Outcome) -> None:
+        """Record the outcome, then announce it; a worker that lost the lease says nothing more."""
+        owned = turns.finish_turn(self.rt.db, self.turn.id, self.rt.worker_id, outcome.status, output=outcome.output,
+                                  error_code=outcome.error_code, error_message=outcome.error_message,
+                                  usage=self.usage)
+        if not owned:
+            log.warning("turn finished elsewhere: this worker lost its lease")
+            return
+        event, data = outcome.event
+        if event == "turn.completed":
+            data["usage"] = self.usage
+        self.events.emit(event, data)
+        self.record_metrics(outcome.status)
+
+    def record_metrics(self, status: TurnStatus) -> None:
+        r = self.rt.redis
+        seconds = (utcnow() - self.turn.created_at).total_seconds()
+        metrics.observe(r, "hstack_turn_duration_seconds", seconds)
+        metrics.inc(r, "hstack_turns_finished_total", labels={"status": status.value})
+        metrics.inc(r, "hstack_tokens_total", self.usage["prompt_tokens"], labels={"kind": "prompt"})
+        metrics.inc(r, "hstack_tokens_total", self.usage["completion_tokens"], labels={"kind": "completion"})

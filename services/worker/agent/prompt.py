@@ -1,0 +1,68 @@
+"""The system prompt, built once when a session starts and then frozen on the session row.
+
+Parts, joined by a blank line: identity, tool guidance (only for tools that exist), the parts
+later features register (memory snapshot, skill index, provider blocks) in registration order,
+the caller's own instructions, and the date the conversation started (date only, so the text
+is the same all day and the provider's prompt cache keeps hitting).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Callable
+
+from shared.config import Settings
+from shared.models.sessions import ChatSession
+from services.worker.tools.registry import ToolRegistry
+
+IDENTITY = (
+    "You are the Hermes Stack agent, a helpful assistant that remembers what it learns and uses tools to get "
+    "real work done. Be honest: say what you did and did not do, say when you are unsure, and never invent "
+    "tool results, files or facts. Be direct and concise."
+)
+TOOL_INTRO = "You can call tools. Call them when they help, and use their results rather than guessing."
+
+
+@dataclass(frozen=True)
+class PromptContext:
+    """What a prompt part may look at."""
+
+    session: ChatSession
+    tools: ToolRegistry
+    settings: Settings
+    today: date
+
+
+PromptPart = Callable[[PromptContext], "str | None"]
+_PARTS: list[PromptPart] = []
+
+
+def register_prompt_part(part: PromptPart) -> PromptPart:
+    """Add a part builder; parts run in registration order and empty results are left out."""
+    if part not in _PARTS:
+        _PARTS.append(part)
+    return part
+
+
+def tool_guidance(tools: ToolRegistry) -> str | None:
+    """How to use the tools that exist, each sentence said once."""
+    if not len(tools):
+        return None
+    sentences: list[str] = [TOOL_INTRO]
+    for tool in tools:
+        sentences += [s for s in tool.guidance if s not in sentences]
+    return " ".join(sentences)
+
+
+def started_line(today: date) -> str:
+    return f"Conversation started: {today.strftime('%A, %B %d, %Y')}"
+
+
+def build_system_prompt(session: ChatSession, tools: ToolRegistry, settings: Settings, today: date) -> str:
+    """The full system prompt for a session that has none yet."""
+    context = PromptContext(session=session, tools=tools, settings=settings, today=today)
+    parts = [IDENTITY, tool_guidance(tools)]
+    parts += [part(context) for part in _PARTS]
+    parts += [session.instructions, started_line(today)]
+    return "\n\n".join(p.strip() for p in parts if p and p.strip())

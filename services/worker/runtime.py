@@ -1,0 +1,64 @@
+"""What a worker process runs turns with: settings, database, Redis, model client, tools, leases."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import redis
+
+from shared.config import Settings, get_settings
+from shared.db import Database, get_database
+from shared.heartbeats import instance_id
+from shared.llm import LLMClient, get_llm
+from shared.redis import get_redis
+from services.worker.leases import LeaseKeeper
+from services.worker.tools.registry import REGISTRY, ToolRegistry  # importing the package registers tools
+
+
+def service_name() -> str:
+    """The name this process announces itself under (worker, reviewer, …)."""
+    return os.environ.get("HSTACK_SERVICE", "worker")
+
+
+@dataclass
+class Runtime:
+    """Built once per process; every turn of the process shares it."""
+
+    settings: Settings
+    db: Database
+    redis: redis.Redis
+    llm: LLMClient
+    tools: ToolRegistry
+    worker_id: str
+    leases: LeaseKeeper
+
+    @classmethod
+    def build(cls, settings: Settings, *, tools: ToolRegistry | None = None, worker_id: str | None = None) -> "Runtime":
+        """A runtime for these settings; tests pass their own tools and worker id."""
+        db = get_database(settings.sqlalchemy_url)
+        r = get_redis(settings)
+        service = service_name()
+        worker_id = worker_id or instance_id(service)
+        leases = LeaseKeeper(db, r, worker_id, interval=settings.turn_heartbeat_seconds, service=service)
+        return cls(settings, db, r, get_llm(settings, r), tools if tools is not None else REGISTRY, worker_id, leases)
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime() -> Runtime:
+    """The process's runtime, built on first use."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = Runtime.build(get_settings())
+        return _runtime
+
+
+def stop_runtime() -> None:
+    """Stop the process runtime's lease keeper, if the runtime was ever built."""
+    if _runtime is not None:
+        _runtime.leases.stop()

@@ -1,0 +1,58 @@
+"""Celery tasks of the worker service (queue `turns`).
+
+Run it with `celery -A services.worker.tasks worker -Q turns`; the thread pool and its size
+(WORKER_CONCURRENCY) are the defaults set here, and command-line flags override them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import signals
+from pydantic import ValidationError
+
+from shared.config import get_settings
+from shared.logs import setup_logging
+from shared.queue.app import get_celery
+from shared.queue.names import RUN_TURN
+from shared.queue.payloads import RunTurn
+from services.worker.agent.drain import drain_session
+from services.worker.agent.outcome import TRANSIENT_ERRORS
+from services.worker.runtime import get_runtime, stop_runtime
+
+log = logging.getLogger(__name__)
+
+MAX_RETRIES = 5
+
+app = get_celery()
+app.conf.worker_pool = "threads"
+app.conf.worker_concurrency = get_settings().worker_concurrency
+
+
+@app.task(name=RUN_TURN, bind=True, autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, retry_backoff_max=60,
+          retry_jitter=True, max_retries=MAX_RETRIES)
+def run_turn(self, **kwargs) -> int:
+    """Drain the session of the turn named in the payload; retried only when the database or Redis blinked."""
+    try:
+        payload = RunTurn(**kwargs)
+    except ValidationError as exc:
+        log.error("run_turn dropped a malformed payload: %s", exc.errors(include_url=False))
+        return 0
+    return drain_session(get_runtime(), payload.session_id)
+
+
+@signals.celeryd_init.connect
+def _configure_logging(**_) -> None:
+    """The `celery worker` command logs like every other service (structured, secrets redacted)."""
+    settings = get_settings()
+    setup_logging(settings.log_level, settings.log_format, settings.secret_values())
+
+
+@signals.worker_ready.connect
+def _start_leases(**_) -> None:
+    get_runtime().leases.start()
+
+
+@signals.worker_shutdown.connect
+def _stop_leases(**_) -> None:
+    stop_runtime()

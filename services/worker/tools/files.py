@@ -1,0 +1,234 @@
+"""Workspace file tools: read, list, search and write files under the user's workspace only."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from shared.errors import InvalidInput, NotFound
+from shared.security.paths import relative_name, resolve_inside
+from services.worker.tools.registry import Tool, ToolContext, register
+
+MAX_LINES_PER_READ = 2000
+MAX_LINE_CHARS = 2000
+MAX_READ_CHARS = 100_000
+MAX_LIST_ENTRIES = 500
+MAX_SEARCH_MATCHES = 200
+MAX_SEARCH_FILE_BYTES = 2 * 1024 * 1024
+MAX_MATCH_CHARS = 300
+BINARY_SNIFF_BYTES = 8192
+
+WORKSPACE_NOTE = (
+    "File tools act in your private workspace: paths are relative to it, and absolute paths or paths "
+    "leading outside it are refused."
+)
+
+
+def _existing(ctx: ToolContext, path: str) -> Path:
+    target = resolve_inside(ctx.workspace, path)
+    if not target.exists():
+        raise NotFound(f"No such file or directory: {path}")
+    return target
+
+
+def _is_binary(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return b"\x00" in fh.read(BINARY_SNIFF_BYTES)
+
+
+def _numbered(line: str, number: int) -> str:
+    line = line.rstrip("\r\n")
+    if len(line) > MAX_LINE_CHARS:
+        line = line[:MAX_LINE_CHARS] + " … [line truncated]"
+    return f"{number:>6}|{line}"
+
+
+def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
+    """Numbered lines of one text file, a page at a time."""
+    path = args["path"]
+    target = _existing(ctx, path)
+    if target.is_dir():
+        raise InvalidInput(f"{path} is a directory; use list_files to see what it holds.")
+    if _is_binary(target):
+        raise InvalidInput(f"{path} looks like a binary file; read_file only shows text.")
+    offset = max(1, int(args.get("offset") or 1))
+    limit = min(MAX_LINES_PER_READ, max(1, int(args.get("limit") or MAX_LINES_PER_READ)))
+    shown: list[str] = []
+    size = 0
+    cut_at = None
+    total = 0
+    with target.open("r", encoding="utf-8", errors="replace") as fh:
+        for total, line in enumerate(fh, start=1):
+            if total < offset or total >= offset + limit or cut_at is not None:
+                continue
+            entry = _numbered(line, total)
+            if size + len(entry) + 1 > MAX_READ_CHARS:
+                cut_at = total
+                continue
+            shown.append(entry)
+            size += len(entry) + 1
+    return _page_text(path, shown, offset, total, cut_at)
+
+
+def _page_text(path: str, shown: list[str], offset: int, total: int, cut_at: int | None) -> str:
+    if total == 0:
+        return f"{path} is empty."
+    if not shown and cut_at is None:
+        return f"{path} has {total} lines; offset {offset} is past the end."
+    last = offset + len(shown) - 1
+    body = "\n".join(shown)
+    if cut_at is not None:
+        return body + (
+            f"\n[Output cut at {MAX_READ_CHARS:,} characters after line {last} of {total}. "
+            f"Use offset={last + 1} to read on.]"
+        )
+    if last < total:
+        return body + f"\n[Showing lines {offset}-{last} of {total}. Use offset={last + 1} to read on.]"
+    return body
+
+
+def _walk(root: Path, start: Path) -> Iterator[Path]:
+    """Every entry under `start` in sorted order, never following links out of the workspace."""
+    if start.is_file():
+        yield start
+        return
+    for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
+        dirnames.sort()
+        base = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            entry = base / name
+            if entry.is_symlink() and not entry.resolve().is_relative_to(root):
+                continue
+            yield entry
+
+
+def list_files(ctx: ToolContext, args: dict[str, Any]) -> str:
+    """Files and directories under a workspace path, recursively; directories end with '/'."""
+    root = ctx.workspace.resolve()
+    start = _existing(ctx, args.get("path") or ".")
+    pattern = args.get("pattern")
+    lines: list[str] = []
+    for entry in _walk(root, start):
+        if pattern and not fnmatch.fnmatch(entry.name, pattern):
+            continue
+        if len(lines) == MAX_LIST_ENTRIES:
+            lines.append(f"[Listing cut at {MAX_LIST_ENTRIES} entries; narrow it with path or pattern.]")
+            break
+        suffix = "/" if entry.is_dir() and not entry.is_symlink() else ""
+        lines.append(relative_name(root, entry.parent.resolve() / entry.name) + suffix)
+    if not lines:
+        return "No entries match." if pattern else "The directory is empty."
+    return "\n".join(lines)
+
+
+def _compile(pattern: str) -> re.Pattern:
+    """The pattern as a regular expression, or as plain text when it is not a valid one."""
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return re.compile(re.escape(pattern))
+
+
+def search_files(ctx: ToolContext, args: dict[str, Any]) -> str:
+    """Lines matching a regular expression (or plain text) in workspace text files."""
+    root = ctx.workspace.resolve()
+    start = _existing(ctx, args.get("path") or ".")
+    regex = _compile(args["pattern"])
+    matches: list[str] = []
+    for entry in _walk(root, start):
+        if not entry.is_file() or entry.stat().st_size > MAX_SEARCH_FILE_BYTES or _is_binary(entry):
+            continue
+        name = relative_name(root, entry.parent.resolve() / entry.name)
+        with entry.open("r", encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, start=1):
+                if regex.search(line):
+                    matches.append(f"{name}:{number}: {line.rstrip()[:MAX_MATCH_CHARS]}")
+                if len(matches) > MAX_SEARCH_MATCHES:
+                    break
+        if len(matches) > MAX_SEARCH_MATCHES:
+            matches = matches[:MAX_SEARCH_MATCHES]
+            matches.append(f"[Stopped after {MAX_SEARCH_MATCHES} matches; narrow the pattern or path.]")
+            break
+    return "\n".join(matches) if matches else f"No matches for {args['pattern']!r}."
+
+
+def write_file(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Replace (or create) a whole file atomically, creating parent directories."""
+    root = ctx.workspace.resolve()
+    target = resolve_inside(root, args["path"])
+    if target.is_dir():
+        raise InvalidInput(f"{args['path']} is a directory.")
+    data = args["content"].encode("utf-8")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return {"path": relative_name(root, target), "bytes_written": len(data)}
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required}
+
+
+_PATH = {"type": "string", "description": "Path relative to the workspace."}
+
+register(Tool(
+    name="read_file",
+    description="Read a text file from the workspace as numbered lines, up to 2,000 lines per call.",
+    parameters=_schema({
+        "path": _PATH,
+        "offset": {"type": "integer", "description": "First line to show (1-based).", "default": 1},
+        "limit": {"type": "integer", "description": "How many lines to show (max 2000).", "default": 2000},
+    }, ["path"]),
+    handler=read_file,
+    read_only=True,
+    toolset="files",
+    guidance=(WORKSPACE_NOTE, "Read a file with read_file before you change it; long files page with offset."),
+))
+register(Tool(
+    name="list_files",
+    description="List files and directories under a workspace path, recursively; directories end with '/'.",
+    parameters=_schema({
+        "path": {**_PATH, "default": "."},
+        "pattern": {"type": "string", "description": "Only names matching this glob, e.g. '*.md'."},
+    }, []),
+    handler=list_files,
+    read_only=True,
+    toolset="files",
+    guidance=(WORKSPACE_NOTE, "Use list_files to see what exists instead of guessing paths."),
+))
+register(Tool(
+    name="search_files",
+    description="Search workspace text files for a regular expression (or plain text); returns path:line: text.",
+    parameters=_schema({
+        "pattern": {"type": "string", "description": "A regular expression or plain text."},
+        "path": {**_PATH, "default": "."},
+    }, ["pattern"]),
+    handler=search_files,
+    read_only=True,
+    toolset="files",
+    guidance=(WORKSPACE_NOTE, "Use search_files to find where something is mentioned."),
+))
+register(Tool(
+    name="write_file",
+    description="Write a whole file in the workspace (created or replaced), creating parent directories.",
+    parameters=_schema({
+        "path": _PATH,
+        "content": {"type": "string", "description": "The complete new content of the file."},
+    }, ["path", "content"]),
+    handler=write_file,
+    read_only=False,
+    toolset="files",
+    guidance=(WORKSPACE_NOTE, "write_file replaces the whole file, so include everything it should keep."),
+))

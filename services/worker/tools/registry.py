@@ -1,0 +1,119 @@
+"""Tools the agent may call: their schemas, handlers, and the registry tool modules fill on import."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from shared.config import Settings
+from shared.errors import InvalidInput
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+@dataclass
+class ToolContext:
+    """What a running tool knows about its caller."""
+
+    user_id: str
+    session_id: str
+    turn_id: str
+    settings: Settings
+    cancelled: Callable[[], bool] = field(default=lambda: False)
+
+    @property
+    def workspace(self) -> Path:
+        """The user's private working directory, created on first use."""
+        path = Path(self.settings.data_dir) / "users" / self.user_id / "workspace"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+Handler = Callable[[ToolContext, dict[str, Any]], "str | dict[str, Any]"]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One callable tool; `read_only` tools may run in parallel with each other."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: Handler
+    read_only: bool = False
+    toolset: str = "core"
+    guidance: tuple[str, ...] = ()  # sentences for the system prompt; shared ones are said once
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function-tool schema."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def check_arguments(self, args: dict[str, Any]) -> None:
+        """Refuse missing required arguments and wrong JSON types before the handler runs."""
+        props = self.parameters.get("properties", {})
+        missing = [name for name in self.parameters.get("required", []) if name not in args]
+        if missing:
+            raise InvalidInput(f"{self.name} needs the argument(s): {', '.join(missing)}.")
+        for name, value in args.items():
+            expected = props.get(name, {}).get("type")
+            if value is None or expected not in _JSON_TYPES:
+                continue
+            wrong_bool = isinstance(value, bool) and expected in {"integer", "number"}
+            if wrong_bool or not isinstance(value, _JSON_TYPES[expected]):
+                raise InvalidInput(f"{self.name}: argument {name!r} must be of type {expected}.")
+
+
+class ToolRegistry:
+    """Tools by name, in registration order."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> Tool:
+        """Add a tool; a second tool with the same name is a programming error."""
+        if tool.name in self._tools:
+            raise ValueError(f"A tool named {tool.name!r} is already registered.")
+        self._tools[tool.name] = tool
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Every tool's schema, in registration order (stable, so prompts cache)."""
+        return [tool.schema() for tool in self._tools.values()]
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+
+# The built-in tools; importing services.worker.tools registers each tool module into it.
+REGISTRY = ToolRegistry()
+
+
+def register(tool: Tool) -> Tool:
+    """Register a built-in tool; tool modules call this when imported."""
+    return REGISTRY.register(tool)
+

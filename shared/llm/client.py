@@ -1,0 +1,186 @@
+"""LLMClient: one model call with retries, backoff and the fallback model; `get_llm` caches one per process."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from typing import Callable
+from urllib.parse import urlparse
+
+import httpx
+
+from shared import metrics
+from shared.config import Settings
+from shared.errors import ModelError, ModelRequestError, ModelUnavailable
+from shared.llm.anthropic import AnthropicTransport
+from shared.llm.backoff import pause, retry_delay
+from shared.llm.classify import Verdict, classify
+from shared.llm.deltas import DeltaRelay
+from shared.llm.openai_compat import OnDelta, OpenAICompatTransport
+from shared.llm.types import Cancelled, Completion
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 10.0
+DEFAULT_MODEL = "hermes-demo"
+PROVIDERS = ("auto", "openai", "anthropic")
+Sleep = Callable[[float, Callable[[], bool]], None]
+
+
+class _Exhausted(Exception):
+    """Every attempt on one model failed with a retryable error."""
+
+    def __init__(self, summary: str) -> None:
+        super().__init__(summary)
+        self.summary = summary
+
+
+def _never() -> bool:
+    return False
+
+
+_http: tuple[int, httpx.Client] | None = None
+_lock = threading.Lock()
+
+
+def shared_http_client() -> httpx.Client:
+    """This process's pooled HTTP client, sized for hundreds of concurrent model calls (new after a fork)."""
+    global _http
+    with _lock:
+        if _http is None or _http[0] != os.getpid():
+            limits = httpx.Limits(max_connections=512, max_keepalive_connections=256)
+            _http = (os.getpid(), httpx.Client(limits=limits, timeout=httpx.Timeout(60.0, connect=CONNECT_TIMEOUT)))
+        return _http[1]
+
+
+def make_transport(settings: Settings, http: httpx.Client, api_key: str | None, timeout: httpx.Timeout):
+    """Anthropic Messages for LLM_PROVIDER=anthropic or an api.anthropic.com URL; else OpenAI-compatible."""
+    provider = settings.llm_provider.strip().lower()
+    if provider not in PROVIDERS:
+        raise ValueError(f"LLM_PROVIDER must be one of {', '.join(PROVIDERS)}, not {settings.llm_provider!r}")
+    host = urlparse(settings.llm_base_url).hostname
+    if provider == "anthropic" or (provider == "auto" and host == "api.anthropic.com"):
+        return AnthropicTransport(http, settings.llm_base_url, api_key, timeout, settings.llm_max_tokens)
+    return OpenAICompatTransport(http, settings.llm_base_url, api_key, timeout)
+
+
+class LLMClient:
+    """Calls the configured model provider; see `complete`."""
+
+    def __init__(self, settings: Settings, *, http: httpx.Client | None = None, redis=None,
+                 sleep: Sleep = pause, rng: random.Random | None = None) -> None:
+        self.settings = settings
+        self.model = settings.llm_model or DEFAULT_MODEL
+        self.fallback_model = settings.llm_fallback_model or None
+        self.redis = redis
+        self._sleep = sleep
+        self._rng = rng
+        self._api_key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+        read = settings.llm_timeout_seconds
+        timeout = httpx.Timeout(read, connect=CONNECT_TIMEOUT)
+        self._transport = None
+        if settings.llm_base_url:
+            self._transport = make_transport(settings, http or shared_http_client(), self._api_key, timeout)
+
+    def complete(self, messages: list[dict], tools: list[dict] | None = None, on_delta: OnDelta | None = None,
+                 cancelled: Callable[[], bool] | None = None, *, stream: bool = True) -> Completion:
+        """Ask the model for the next assistant message (streamed by default, deltas to `on_delta`).
+
+        Retries 429/5xx/timeouts with backoff, then tries the fallback model; raises ModelAuthError,
+        ModelRequestError, ModelUnavailable, or Cancelled once `cancelled()` is true.
+        """
+        if self._transport is None:
+            raise ModelUnavailable("No model provider is configured: set LLM_BASE_URL (and LLM_MODEL).")
+        cancelled = cancelled or _never
+        started = time.monotonic()
+        try:
+            completion = self._with_fallback(messages, tools, on_delta, cancelled, stream)
+        except ModelError:
+            self._record("error", started)
+            raise
+        self._record("ok", started)
+        return completion
+
+    def _with_fallback(self, messages, tools, on_delta, cancelled, stream) -> Completion:
+        models = [self.model] + ([self.fallback_model] if self.fallback_model not in (None, self.model) else [])
+        relay = DeltaRelay(on_delta)
+        last_error: ModelError | None = None
+        for index, model in enumerate(models):
+            if index:
+                log.warning("model %s failed; falling back to %s", models[index - 1], model)
+            try:
+                return self._attempts(model, messages, tools, relay, cancelled, stream)
+            except ModelRequestError as exc:
+                last_error = exc
+            except _Exhausted as exc:
+                last_error = ModelUnavailable(f"The model provider kept failing: {exc.summary}")
+        raise last_error
+
+    def _attempts(self, model, messages, tools, relay: DeltaRelay, cancelled, stream) -> Completion:
+        """Up to llm_max_retries + 1 attempts on one model."""
+        attempts = max(0, self.settings.llm_max_retries) + 1
+        for attempt in range(1, attempts + 1):
+            if cancelled():
+                raise Cancelled()
+            relay.new_attempt()
+            try:
+                return self._transport.send(model, messages, tools, relay.push, cancelled, stream)
+            except (Cancelled, ModelError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - classify() re-raises anything it does not know
+                verdict = self._verdict(exc)
+            if verdict.error is not None:
+                raise verdict.error
+            if attempt == attempts:
+                raise _Exhausted(verdict.summary)
+            self._retry_pause(model, attempt, attempts, verdict, cancelled)
+        raise AssertionError("unreachable")
+
+    def _verdict(self, exc: Exception) -> Verdict:
+        """Classify a failure, keeping the API key out of the summary."""
+        verdict = classify(exc)
+        if self._api_key and self._api_key in verdict.summary:
+            verdict = Verdict(verdict.summary.replace(self._api_key, "[REDACTED]"), verdict.retryable,
+                              verdict.retry_after, verdict.error)
+        return verdict
+
+    def _retry_pause(self, model: str, attempt: int, attempts: int, verdict: Verdict, cancelled) -> None:
+        s = self.settings
+        delay = retry_delay(attempt, verdict.retry_after, s.llm_backoff_base_seconds, s.llm_backoff_max_seconds,
+                            s.llm_retry_after_cap_seconds, self._rng)
+        log.warning("model %s call failed (%s); retry %d/%d in %.2fs", model, verdict.summary, attempt,
+                    attempts - 1, delay)
+        self._count("retry")
+        self._sleep(delay, cancelled)
+
+    def _count(self, outcome: str) -> None:
+        if self.redis is not None:
+            metrics.inc(self.redis, "hstack_model_calls_total", labels={"outcome": outcome})
+
+    def _record(self, outcome: str, started: float) -> None:
+        if self.redis is not None:
+            metrics.observe(self.redis, "hstack_model_call_duration_seconds", time.monotonic() - started)
+            self._count(outcome)
+
+
+_clients: dict[tuple, LLMClient] = {}
+
+
+def _cache_key(settings: Settings, redis) -> tuple:
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+    return (os.getpid(), settings.llm_base_url, key, settings.llm_model, settings.llm_fallback_model,
+            settings.llm_timeout_seconds, settings.llm_max_retries, settings.llm_backoff_base_seconds,
+            settings.llm_backoff_max_seconds, settings.llm_retry_after_cap_seconds, settings.llm_provider,
+            settings.llm_max_tokens, id(redis))
+
+
+def get_llm(settings: Settings, redis=None) -> LLMClient:
+    """The process's client for these settings, sharing one pooled HTTP client."""
+    key = _cache_key(settings, redis)
+    client = _clients.get(key)
+    if client is None:
+        client = _clients.setdefault(key, LLMClient(settings, http=shared_http_client(), redis=redis))
+    return client

@@ -1,0 +1,221 @@
+"""OpenAI-compatible chat completions over httpx: one attempt, streamed or not."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from typing import Callable, Iterable, Iterator
+
+import httpx
+
+from shared.llm.backoff import parse_retry_after
+from shared.llm.classify import SUMMARY_CHARS, ProviderHTTPError, ProviderProtocolError
+from shared.llm.types import Cancelled, Completion, ToolCall, Usage
+
+OnDelta = Callable[[str], None]
+
+
+def error_message(response: httpx.Response) -> str:
+    """The provider's own words from an error response (OpenAI shape or whatever it sent)."""
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text.strip()[:SUMMARY_CHARS] or response.reason_phrase
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    if isinstance(error, str):
+        return error
+    if isinstance(data, dict) and data.get("message"):
+        return str(data["message"])
+    return str(data)[:SUMMARY_CHARS]
+
+
+def retry_after_of(response: httpx.Response) -> float | None:
+    """Seconds the provider asked us to wait (`retry-after-ms` or `Retry-After`)."""
+    millis = response.headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    return parse_retry_after(response.headers.get("retry-after"))
+
+
+def raise_for_status(response: httpx.Response) -> None:
+    """Turn an error status into ProviderHTTPError (reading the body first when streamed)."""
+    if response.status_code < 300:
+        return
+    response.read()
+    raise ProviderHTTPError(response.status_code, error_message(response), retry_after_of(response))
+
+
+def sse_data(lines: Iterable[str]) -> Iterator[str]:
+    """The `data` payload of each server-sent event; comments and other fields are skipped."""
+    buffer: list[str] = []
+    for line in lines:
+        if not line:
+            if buffer:
+                yield "\n".join(buffer)
+                buffer = []
+            continue
+        field, _, value = line.partition(":")
+        if field == "data":
+            buffer.append(value[1:] if value.startswith(" ") else value)
+    if buffer:
+        yield "\n".join(buffer)
+
+
+def _text_chars(messages: list[dict]) -> int:
+    total = 0
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            total += len(content)
+        elif isinstance(content, list):
+            total += sum(len(part.get("text", "")) for part in content if isinstance(part, dict))
+        total += sum(len((c.get("function") or {}).get("arguments") or "") for c in message.get("tool_calls") or [])
+    return total
+
+
+def make_usage(raw: dict | None, messages: list[dict], content: str | None, calls: list[ToolCall]) -> Usage:
+    """The provider's usage numbers, or a chars/4 estimate when it sent none."""
+    if raw:
+        return Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
+    produced = len(content or "") + sum(len(c.name) + len(c.arguments) for c in calls)
+    return Usage(math.ceil(_text_chars(messages) / 4), math.ceil(produced / 4))
+
+
+def _arguments(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+class StreamAssembly:
+    """Builds one Completion from stream chunks: text deltas, tool calls by index, finish, usage."""
+
+    def __init__(self, on_delta: OnDelta | None) -> None:
+        self.on_delta = on_delta
+        self.text: list[str] = []
+        self.calls: dict[int, dict] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict | None = None
+
+    def feed(self, chunk: dict) -> None:
+        """Apply one `chat.completion.chunk` (or a mid-stream error event)."""
+        if chunk.get("error"):
+            error = chunk["error"]
+            code = error.get("code") if isinstance(error, dict) else None
+            message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
+            raise ProviderHTTPError(code if isinstance(code, int) else 500, str(message))
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            piece = delta.get("content")
+            if piece:
+                self.text.append(piece)
+                if self.on_delta:
+                    self.on_delta(piece)
+            for part in delta.get("tool_calls") or []:
+                self._add_call(part)
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+
+    def _slot_index(self, part: dict) -> int:
+        if isinstance(part.get("index"), int):
+            return part["index"]
+        known = {slot["id"]: i for i, slot in self.calls.items()}
+        if part.get("id") and part["id"] not in known:
+            return len(self.calls)
+        return known.get(part.get("id"), max(self.calls, default=0))
+
+    def _add_call(self, part: dict) -> None:
+        slot = self.calls.setdefault(self._slot_index(part), {"id": None, "name": "", "arguments": []})
+        slot["id"] = slot["id"] or part.get("id")
+        function = part.get("function") or {}
+        slot["name"] = slot["name"] or function.get("name") or ""
+        if function.get("arguments"):
+            slot["arguments"].append(_arguments(function["arguments"]))
+
+    def result(self, model: str, messages: list[dict]) -> Completion:
+        calls = [
+            ToolCall(slot["id"] or f"call_{uuid.uuid4().hex[:24]}", slot["name"], "".join(slot["arguments"]))
+            for _, slot in sorted(self.calls.items())
+        ]
+        content = "".join(self.text) or None
+        finish = "tool_calls" if calls else self.finish_reason
+        return Completion(content, calls, finish, make_usage(self.usage, messages, content, calls), model)
+
+
+def parse_completion(data: dict, model: str, messages: list[dict]) -> Completion:
+    """A Completion from a non-streamed `chat.completion` body."""
+    try:
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ProviderProtocolError(f"no choices in the response ({exc!r})") from None
+    calls = [
+        ToolCall(c.get("id") or f"call_{uuid.uuid4().hex[:24]}", (c.get("function") or {}).get("name", ""),
+                 _arguments((c.get("function") or {}).get("arguments") or ""))
+        for c in message.get("tool_calls") or []
+    ]
+    content = message.get("content") or None
+    finish = "tool_calls" if calls else choice.get("finish_reason")
+    return Completion(content, calls, finish, make_usage(data.get("usage"), messages, content, calls), model)
+
+
+class OpenAICompatTransport:
+    """Sends one chat-completions request to an OpenAI-compatible server."""
+
+    def __init__(self, http: httpx.Client, base_url: str, api_key: str | None, timeout: httpx.Timeout) -> None:
+        self.http = http
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.api_key = api_key
+        self.timeout = timeout
+
+    def _headers(self, stream: bool) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream" if stream else "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def send(self, model: str, messages: list[dict], tools: list[dict] | None, on_delta: OnDelta | None,
+             cancelled: Callable[[], bool], stream: bool = True) -> Completion:
+        """One attempt; raises ProviderHTTPError, ProviderProtocolError, httpx errors or Cancelled."""
+        body: dict = {"model": model, "messages": messages, "stream": stream}
+        if tools:
+            body["tools"] = tools
+        if not stream:
+            response = self.http.post(self.url, json=body, headers=self._headers(False), timeout=self.timeout)
+            raise_for_status(response)
+            try:
+                return parse_completion(response.json(), model, messages)
+            except ValueError as exc:
+                raise ProviderProtocolError(f"the body is not JSON ({exc})") from None
+        body["stream_options"] = {"include_usage": True}
+        with self.http.stream("POST", self.url, json=body, headers=self._headers(True),
+                              timeout=self.timeout) as response:
+            raise_for_status(response)
+            return self._read_stream(response, model, messages, on_delta, cancelled)
+
+    def _read_stream(self, response: httpx.Response, model: str, messages: list[dict],
+                     on_delta: OnDelta | None, cancelled: Callable[[], bool]) -> Completion:
+        assembly = StreamAssembly(on_delta)
+        finished = False
+        for data in sse_data(response.iter_lines()):
+            if cancelled():
+                raise Cancelled()
+            if data.strip() == "[DONE]":
+                finished = True
+                break
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
+            assembly.feed(chunk)
+        if cancelled():
+            raise Cancelled()
+        if not finished and assembly.finish_reason is None:
+            raise ProviderProtocolError("the stream ended before the answer was complete")
+        return assembly.result(model, messages)

@@ -1,0 +1,33 @@
+"""Small helpers shared by the api tests."""
+
+from __future__ import annotations
+
+import httpx
+
+from shared.stores import turns
+
+
+class EnqueueRecorder:
+    """Stands in for the broker; reads each turn back from the database inside the call."""
+
+    def __init__(self, db) -> None:
+        self.db = db
+        self.calls: list[tuple[str, dict, str]] = []
+
+    def __call__(self, name: str, payload) -> None:
+        status_at_send = turns.get_turn(self.db, None, payload.turn_id).status
+        self.calls.append((name, payload.model_dump(), status_at_send))
+
+
+def error_of(response: httpx.Response) -> dict:
+    """Our error body's inner object, after checking its shape."""
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
+    return body["error"]
+
+
+def openai_error_of(response: httpx.Response) -> dict:
+    """OpenAI's error body's inner object, after checking its shape."""
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}, body
+    return body["error"]

@@ -1,0 +1,179 @@
+"""The OpenAI-compatible endpoint, driven by the official `openai` package against a real worker."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import openai
+import pytest
+
+from shared.queue.app import enqueue
+from shared.stores import sessions, turns
+from tests.fakes.model import fail, text, tool_call
+from tests.support.factories import make_session, make_user
+from tests.support.live import serve_api
+from tests.support.worker import inprocess_worker
+
+
+@pytest.fixture(scope="module")
+def chat_api(settings):
+    """An api that really enqueues, with a worker draining the turns queue."""
+    from services.api.main import create_app
+
+    app = create_app(settings)
+    app.state.enqueue = enqueue
+    with inprocess_worker(), serve_api(app) as base_url:
+        yield base_url
+
+
+@pytest.fixture
+def oai(chat_api, user):
+    with openai.OpenAI(base_url=f"{chat_api}/v1", api_key=user.key, max_retries=0, timeout=30) as client:
+        yield client
+
+
+def requests_saying(model, words: str) -> list[dict]:
+    """Bodies of the model requests whose latest user message contains `words`."""
+    return [r.body for r in model.requests if r.body.get("messages")
+            and words in str([m for m in r.body["messages"] if m.get("role") == "user"][-1].get("content"))]
+
+
+def test_a_completion_returns_the_models_text(oai, model, db, user):
+    model.on("capital", text("Paris is the capital."))
+    raw = oai.chat.completions.with_raw_response.create(
+        model="scripted",
+        messages=[{"role": "system", "content": "Answer in one sentence."},
+                  {"role": "user", "content": "What is the capital of France?"}],
+    )
+    completion = raw.parse()
+    assert completion.choices[0].message.content == "Paris is the capital."
+    assert completion.choices[0].finish_reason == "stop"
+    assert completion.object == "chat.completion" and completion.model == "scripted"
+    turn_id = raw.headers["x-turn-id"]
+    assert completion.id == f"chatcmpl-{turn_id}"
+    assert completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens
+    stored = sessions.get_session(db, user.id, raw.headers["x-session-id"])
+    assert stored.source == "chat_completions" and stored.instructions == "Answer in one sentence."
+
+
+def test_a_streamed_completion_joins_to_the_full_text(oai, model):
+    model.on("poem", text("Roses are red, violets are blue."))
+    stream = oai.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": [{"type": "text", "text": "A short poem, please"}]}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert content == "Roses are red, violets are blue."
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens > 0
+
+
+def test_x_session_id_continues_the_stored_session(oai, model):
+    model.on("first", text("First answer."))
+    model.on("second", text("Second answer."))
+    raw = oai.chat.completions.with_raw_response.create(
+        model="scripted", messages=[{"role": "user", "content": "first question"}])
+    session_id = raw.headers["x-session-id"]
+
+    again = oai.chat.completions.with_raw_response.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "ignored client history"}, {"role": "user", "content": "second question"}],
+        extra_headers={"X-Session-Id": session_id},
+    )
+    assert again.headers["x-session-id"] == session_id
+    assert again.parse().choices[0].message.content == "Second answer."
+    sent = requests_saying(model, "second question")[-1]["messages"]
+    contents = [m.get("content") for m in sent]
+    assert "first question" in contents and "First answer." in contents
+    assert "ignored client history" not in json.dumps(sent)
+
+
+def test_client_history_seeds_a_new_session(oai, model):
+    model.on("now", text("Noted."))
+    oai.chat.completions.create(
+        model="scripted",
+        messages=[{"role": "user", "content": "my name is Ada"}, {"role": "assistant", "content": "Hello Ada."},
+                  {"role": "user", "content": "and now?"}],
+    )
+    sent = requests_saying(model, "and now?")[-1]["messages"]
+    conversation = [(m["role"], m.get("content")) for m in sent if m["role"] != "system"]
+    assert conversation[:2] == [("user", "my name is Ada"), ("assistant", "Hello Ada.")]
+
+
+def test_tool_activity_streams_as_comments_openai_clients_ignore(chat_api, model, user):
+    model.on("look", tool_call([("read_file", {"path": "notes.txt"})]), text("There is no notes file."))
+    body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "look at notes.txt"}]}
+    with httpx.stream("POST", f"{chat_api}/v1/chat/completions", headers=user.headers, json=body,
+                      timeout=30) as response:
+        lines = [line for line in response.iter_lines() if line]
+    assert ": tool read_file started" in lines
+    assert any(line.startswith(": tool read_file ") and line != ": tool read_file started" for line in lines)
+    data = [line[len("data: "):] for line in lines if line.startswith("data: ")]
+    assert data[-1] == "[DONE]"
+    deltas = [json.loads(d)["choices"][0]["delta"].get("content") or "" for d in data[:-1]]
+    assert "".join(deltas).endswith("There is no notes file.")
+
+
+def test_a_failed_turn_is_a_502_in_openai_shape(oai, model, db, user):
+    model.on("doomed", fail(status=401, message="bad provider key"))
+    with pytest.raises(openai.APIStatusError) as caught:
+        oai.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "doomed request"}])
+    assert caught.value.status_code == 502
+    assert caught.value.body["code"] == "model_auth_failed"
+    failed = caught.value.response.headers["x-turn-id"]
+    assert turns.get_turn(db, user.id, failed).status == "failed"
+
+
+def test_a_failed_turn_mid_stream_sends_an_error_then_done(oai, model):
+    model.on("doomed", fail(status=401, message="bad provider key"))
+    stream = oai.chat.completions.create(
+        model="scripted", messages=[{"role": "user", "content": "doomed stream"}], stream=True)
+    with pytest.raises(openai.APIError) as caught:
+        list(stream)
+    assert caught.value.body["code"] == "model_auth_failed"
+
+
+def test_a_bad_key_is_an_authentication_error(chat_api):
+    with openai.OpenAI(base_url=f"{chat_api}/v1", api_key="hsk_wrong", max_retries=0) as client:
+        with pytest.raises(openai.AuthenticationError) as caught:
+            client.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "hi"}])
+    assert caught.value.body["code"] == "invalid_api_key"
+
+
+def test_another_users_session_is_not_found(oai, db):
+    theirs = make_session(db, make_user(db).id)
+    with pytest.raises(openai.NotFoundError):
+        oai.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "hi"}],
+                                    extra_headers={"X-Session-Id": theirs.id})
+
+
+def test_a_request_not_ending_with_a_user_message_is_refused(oai):
+    with pytest.raises(openai.BadRequestError) as caught:
+        oai.chat.completions.create(model="scripted", messages=[{"role": "assistant", "content": "hi"}])
+    assert caught.value.body["param"] == "messages"
+
+
+def test_models_lists_the_served_model(oai, settings):
+    listed = oai.models.list()
+    assert [m.id for m in listed.data] == [settings.llm_model]
+    assert listed.data[0].owned_by == "hermes-stack"
+
+
+def test_a_turn_slower_than_the_timeout_is_a_504(chat_api, settings, model, user):
+    from services.api.main import create_app
+
+    model.on("slow", text("too late", latency=2))
+    app = create_app(settings.model_copy(update={"chat_completion_timeout_seconds": 0.3}))
+    app.state.enqueue = enqueue
+    with serve_api(app) as base:  # chat_api's worker runs the turn
+        with openai.OpenAI(base_url=f"{base}/v1", api_key=user.key, max_retries=0) as client:
+            with pytest.raises(openai.APIStatusError) as caught:
+                client.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "slow one"}])
+    assert caught.value.status_code == 504
+    assert caught.value.body["code"] == "timeout"
+    assert caught.value.response.headers["x-turn-id"] in caught.value.body["message"]

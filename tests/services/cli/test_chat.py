@@ -1,0 +1,81 @@
+"""`hstack chat`: lines in, streamed answers and tool activity out, through the api and a real worker."""
+
+from __future__ import annotations
+
+import io
+
+import httpx
+import pytest
+
+from tests.fakes.model import fail, text, tool_call
+from tests.support.factories import make_user
+from tests.support.worker import inprocess_worker
+
+
+@pytest.fixture(scope="module")
+def worker():
+    with inprocess_worker(queues=("turns",)):
+        yield
+
+
+@pytest.fixture
+def chat(hstack, worker, db, monkeypatch):
+    """`hstack chat --key <a new user's key>` reading `lines` as its standard input."""
+    user = make_user(db)
+
+    def run(*lines: str) -> tuple[int, str, str]:
+        monkeypatch.setattr("sys.stdin", io.StringIO("".join(line + "\n" for line in lines)))
+        return hstack("chat", "--key", user.key)
+
+    run.user = user
+    return run
+
+
+def test_two_lines_are_two_turns_with_streamed_answers(chat, model):
+    model.on("first line", text("Hello from the first turn.", chunk_delay=0.01))
+    model.on("second line", text("And the second one.", chunk_delay=0.01))
+
+    code, out, _ = chat("first line", "second line")
+
+    assert code == 0
+    assert out.splitlines() == ["Hello from the first turn.", "And the second one."]
+
+
+def test_tool_activity_is_shown_as_it_happens(chat, model):
+    model.on("show my files", tool_call([("list_files", {"path": "."})]), text("Nothing much here."))
+
+    code, out, _ = chat("show my files")
+
+    assert code == 0
+    assert out.splitlines() == ['  ↳ list_files(path=".") … ok', "Nothing much here."]
+
+
+def test_a_failed_turn_is_reported_and_the_chat_goes_on(chat, model):
+    model.on("break please", fail(status=400, message="this request is refused"))
+    model.on("still there?", text("Yes."))
+
+    code, out, _ = chat("break please", "still there?")
+
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("error: ") and "(model_bad_request)" in lines[0]
+    assert lines[1:] == ["Yes."]
+
+
+def test_new_starts_another_session_and_quit_ends_the_chat(chat, model, api_url):
+    code, _, _ = chat("in the first session", "/new", "in the second session", "/quit", "never sent")
+
+    assert code == 0
+    headers = {"Authorization": f"Bearer {chat.user.key}"}
+    sessions = httpx.get(f"{api_url}/v1/sessions", headers=headers).json()["data"]
+    assert [s["turn_count"] for s in sessions] == [1, 1]
+    assert not any("never sent" in str(r.body) for r in model.requests)
+
+
+def test_a_refused_line_is_reported_and_the_next_one_still_runs(chat, model):
+    code, out, _ = chat("x" * 300_000, "after the big one")
+
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("error: ") and "HTTP 413" in lines[0]
+    assert lines[1:] == ["You said: after the big one"]

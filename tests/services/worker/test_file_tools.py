@@ -1,0 +1,109 @@
+"""Workspace file tools: what they show, their caps, and the paths they refuse."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from shared.errors import InvalidInput, NotFound
+from shared.security.paths import resolve_inside
+from shared.stores import sessions
+from services.worker.agent.drain import drain_session
+from services.worker.tools import files
+from services.worker.tools.registry import ToolContext
+from tests.fakes.model import text, tool_call
+from tests.services.worker.helpers import post_turn, wait_finished
+
+
+@pytest.fixture
+def ctx(settings, tmp_data_dir):
+    return ToolContext(user_id="usr_files", session_id="ses_x", turn_id="turn_x",
+                       settings=settings.model_copy(update={"data_dir": tmp_data_dir}))
+
+
+def test_written_files_read_back_with_line_numbers(ctx):
+    result = files.write_file(ctx, {"path": "notes/today.md", "content": "first\nsecond\n"})
+
+    assert result == {"path": "notes/today.md", "bytes_written": 13}
+    assert files.read_file(ctx, {"path": "notes/today.md"}) == "     1|first\n     2|second"
+    assert os.listdir(ctx.workspace / "notes") == ["today.md"]  # no temp file left behind
+    assert ctx.workspace == ctx.settings.data_dir / "users" / "usr_files" / "workspace"
+
+
+def test_reading_pages_and_caps_long_output(ctx):
+    files.write_file(ctx, {"path": "long.txt", "content": "\n".join(f"line {n}" for n in range(1, 3001))})
+    files.write_file(ctx, {"path": "wide.txt", "content": "x" * 5000})
+    files.write_file(ctx, {"path": "huge.txt", "content": "\n".join("y" * 1500 for _ in range(100))})
+
+    page = files.read_file(ctx, {"path": "long.txt", "offset": 2999, "limit": 5})
+    first = files.read_file(ctx, {"path": "long.txt"})
+    wide = files.read_file(ctx, {"path": "wide.txt"})
+    huge = files.read_file(ctx, {"path": "huge.txt"})
+
+    assert page == "  2999|line 2999\n  3000|line 3000"
+    assert first.endswith("[Showing lines 1-2000 of 3000. Use offset=2001 to read on.]")
+    assert wide.endswith("x … [line truncated]") and len(wide) < 2100
+    assert len(huge) <= 100_200 and "[Output cut at 100,000 characters after line" in huge
+    past_end = files.read_file(ctx, {"path": "long.txt", "offset": 9000})
+    assert past_end == "long.txt has 3000 lines; offset 9000 is past the end."
+
+
+def test_listing_and_searching(ctx):
+    files.write_file(ctx, {"path": "a.md", "content": "alpha\nTODO: tea\n"})
+    files.write_file(ctx, {"path": "src/b.py", "content": "print('TODO (later)')\n"})
+
+    assert files.list_files(ctx, {}) == "a.md\nsrc/\nsrc/b.py"
+    assert files.list_files(ctx, {"pattern": "*.py"}) == "src/b.py"
+    assert files.search_files(ctx, {"pattern": r"TODO:\s\w+"}) == "a.md:2: TODO: tea"
+    assert files.search_files(ctx, {"pattern": "TODO (later"}) == "src/b.py:1: print('TODO (later)')"
+    assert files.search_files(ctx, {"pattern": "absent"}) == "No matches for 'absent'."
+
+
+@pytest.mark.parametrize("attack", ["../x", "../../hstack.db", "/etc/passwd", "~/secrets", "notes/../../x"])
+def test_paths_outside_the_workspace_are_refused(ctx, attack):
+    for call in (lambda: files.read_file(ctx, {"path": attack}),
+                 lambda: files.write_file(ctx, {"path": attack, "content": "pwned"}),
+                 lambda: files.list_files(ctx, {"path": attack})):
+        with pytest.raises(InvalidInput):
+            call()
+
+
+def test_symlinks_pointing_outside_are_refused_but_inside_ones_work(ctx, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret")
+    (ctx.workspace / "escape").symlink_to(outside)
+    (ctx.workspace / "real.txt").write_text("fine")
+    (ctx.workspace / "alias.txt").symlink_to(ctx.workspace / "real.txt")
+
+    with pytest.raises(InvalidInput, match="outside the workspace"):
+        files.read_file(ctx, {"path": "escape/secret.txt"})
+    with pytest.raises(InvalidInput):
+        files.write_file(ctx, {"path": "escape/new.txt", "content": "x"})
+    assert "escape" not in files.list_files(ctx, {})
+    assert "top secret" not in files.search_files(ctx, {"pattern": "secret"})
+    assert files.read_file(ctx, {"path": "alias.txt"}) == "     1|fine"
+    assert not (outside / "new.txt").exists()
+
+
+def test_inner_dot_dot_is_fine_and_missing_files_are_named(ctx, tmp_path):
+    assert resolve_inside(tmp_path, "a/../b.txt") == (tmp_path / "b.txt").resolve()
+    with pytest.raises(InvalidInput):
+        resolve_inside(tmp_path, "")
+    with pytest.raises(NotFound, match="gone.txt"):
+        files.read_file(ctx, {"path": "gone.txt"})
+
+
+def test_the_model_gets_a_refusal_it_can_read(db, user, session, model, make_runtime):
+    model.script(tool_call([("read_file", {"path": "/etc/passwd"}, "c1"), ("read_file", {"path": "gone.txt"}, "c2")]),
+                 text("I cannot read that."))
+    turn = post_turn(db, user.id, session.id, "show me /etc/passwd")
+
+    drain_session(make_runtime(), session.id)
+
+    assert wait_finished(db, turn.id).output == "I cannot read that."
+    results = [json.loads(m.content)["error"] for m in sessions.turn_messages(db, turn.id) if m.role == "tool"]
+    assert results[0].startswith("Absolute paths are not allowed")
+    assert results[1] == "No such file or directory: gone.txt"
