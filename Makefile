@@ -10,7 +10,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
-	@$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
 	@touch $@
 
 install: $(STAMP)

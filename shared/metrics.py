@@ -33,24 +33,32 @@ def _label_key(labels: dict[str, str] | None) -> str:
 
 def observe(r: redis.Redis, name: str, seconds: float, labels: dict[str, str] | None = None) -> None:
     """Add one observation to a histogram."""
-    lk = _label_key(labels)
-    index = bisect_left(LATENCY_BUCKETS, seconds)
-    try:
-        pipe = r.pipeline(transaction=False)
-        pipe.hincrby(f"metrics:{name}", f"{lk}|bucket|{index}", 1)
-        pipe.hincrbyfloat(f"metrics:{name}", f"{lk}|sum", seconds)
-        pipe.hincrby(f"metrics:{name}", f"{lk}|count", 1)
-        pipe.execute()
-    except redis.RedisError:
-        log.warning("could not record metric %s", name)
+    record(r, observations=[(name, seconds, labels)])
 
 
 def inc(r: redis.Redis, name: str, amount: float = 1, labels: dict[str, str] | None = None) -> None:
     """Increase a counter."""
+    record(r, increments=[(name, amount, labels)])
+
+
+Sample = tuple[str, float, "dict[str, str] | None"]
+
+
+def record(r: redis.Redis, *, observations: list[Sample] = (), increments: list[Sample] = ()) -> None:
+    """Record histogram observations and counter increments in one round trip; never raises."""
+    pipe = r.pipeline(transaction=False)
+    for name, seconds, labels in observations:
+        lk = _label_key(labels)
+        index = bisect_left(LATENCY_BUCKETS, seconds)
+        pipe.hincrby(f"metrics:{name}", f"{lk}|bucket|{index}", 1)
+        pipe.hincrbyfloat(f"metrics:{name}", f"{lk}|sum", seconds)
+        pipe.hincrby(f"metrics:{name}", f"{lk}|count", 1)
+    for name, amount, labels in increments:
+        pipe.hincrbyfloat(f"metrics:{name}", _label_key(labels), amount)
     try:
-        r.hincrbyfloat(f"metrics:{name}", _label_key(labels), amount)
+        pipe.execute()
     except redis.RedisError:
-        log.warning("could not record metric %s", name)
+        log.warning("could not record %d metric samples", len(observations) + len(increments))
 
 
 def _fmt(value: float) -> str:

@@ -55,10 +55,6 @@ class Child:
             self.console.prefixed(self.name, raw.decode("utf-8", "replace").rstrip("\r\n"))
         self.popen.stdout.close()
 
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
     def alive(self) -> bool:
         return self.popen is not None and self.popen.poll() is None
 

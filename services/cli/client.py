@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -15,6 +16,8 @@ from shared.config import dotenv_path, load_settings
 
 TERMINAL_EVENTS = frozenset({"turn.completed", "turn.failed", "turn.cancelled"})
 STREAM_RECONNECTS = 3
+RECONNECT_DELAY_SECONDS = 0.5
+STREAM_IDLE_SECONDS = 90.0  # the api sends a keep-alive at least every 60 s, so silence this long is a dead link
 
 
 class CliError(Exception):
@@ -100,7 +103,7 @@ class ApiClient:
         return response.json() if response.content else None
 
     def unreachable(self) -> str:
-        return f"Cannot reach the api at {self.url}. Is `hstack run` running? (HSTACK_URL points elsewhere.)"
+        return f"Cannot reach the api at {self.url}. Is `hstack run` running? Set HSTACK_URL if it runs elsewhere."
 
     def events(self, turn_id: str) -> Iterator[Event]:
         """The turn's events from the start until its terminal one, resuming after dropped connections."""
@@ -121,9 +124,10 @@ class ApiClient:
             failures += 1
             if failures > STREAM_RECONNECTS:
                 raise CliError(f"Lost the event stream of turn {turn_id}: {problem}.")
+            time.sleep(RECONNECT_DELAY_SECONDS * failures)
 
     def _stream(self, path: str, headers: dict) -> Iterator[Event]:
-        timeout = httpx.Timeout(30.0, read=None)
+        timeout = httpx.Timeout(30.0, read=STREAM_IDLE_SECONDS)
         with self._http.stream("GET", path, headers=headers, timeout=timeout) as response:
             if response.status_code >= 400:
                 response.read()

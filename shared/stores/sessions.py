@@ -6,7 +6,7 @@ import hashlib
 from typing import Any
 
 from sqlalchemy import func, update
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from shared.clock import utcnow
 from shared.db import Database
@@ -58,36 +58,28 @@ def freeze_system_prompt(db: Database, session_id: str, prompt: str) -> ChatSess
         return s.get(ChatSession, session_id)
 
 
-def replace_system_prompt(db: Database, session_id: str, prompt: str) -> None:
-    """Rebuild the frozen prompt; only context compression may call this."""
-    digest = hashlib.sha256(prompt.encode()).hexdigest()
-    with db.write() as s:
-        s.execute(
-            update(ChatSession)
-            .where(ChatSession.id == session_id)
-            .values(system_prompt=prompt, system_prompt_sha256=digest)
-        )
-
-
 def append_messages(db: Database, session_id: str, messages: list[dict[str, Any]]) -> list[Message]:
     """Store messages in order; a (turn_id, turn_position) already stored is skipped, not duplicated."""
-    stored: list[Message] = []
     with db.write() as s:
-        for data in messages:
-            row = Message(session_id=session_id, **data)
-            if row.turn_id is not None and row.turn_position is not None:
-                existing = s.exec(
-                    select(Message).where(
-                        Message.turn_id == row.turn_id, Message.turn_position == row.turn_position
-                    )
-                ).first()
-                if existing is not None:
-                    stored.append(existing)
-                    continue
-            s.add(row)
-            s.flush()
-            stored.append(row)
-        s.execute(update(ChatSession).where(ChatSession.id == session_id).values(updated_at=utcnow()))
+        return insert_messages(s, session_id, messages)
+
+
+def insert_messages(s: Session, session_id: str, messages: list[dict[str, Any]]) -> list[Message]:
+    """`append_messages` inside a write transaction a store already holds."""
+    stored: list[Message] = []
+    for data in messages:
+        row = Message(session_id=session_id, **data)
+        if row.turn_id is not None and row.turn_position is not None:
+            existing = s.exec(
+                select(Message).where(Message.turn_id == row.turn_id, Message.turn_position == row.turn_position)
+            ).first()
+            if existing is not None:
+                stored.append(existing)
+                continue
+        s.add(row)
+        s.flush()
+        stored.append(row)
+    s.execute(update(ChatSession).where(ChatSession.id == session_id).values(updated_at=utcnow()))
     return stored
 
 

@@ -21,6 +21,7 @@ from shared.errors import IdempotencyConflict, InvalidState, NotFound
 from shared.ids import new_id
 from shared.models.sessions import ChatSession
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
+from shared.stores.sessions import insert_messages
 
 ACTIVE = (TurnStatus.running.value, TurnStatus.awaiting_approval.value)
 
@@ -95,36 +96,44 @@ def get_turn(db: Database, user_id: str | None, turn_id: str) -> Turn:
 
 
 def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: float) -> Turn | None:
-    """Claim the turn this session must run next, or None when it is busy elsewhere or idle."""
-    now = utcnow()
-    fresh_after = now - timedelta(seconds=lease_seconds)
+    """Claim the turn this session must run next, or None when it is busy elsewhere or idle.
+
+    Claiming also stores the turn's user message (position 0) in the same transaction.
+    """
+    fresh_after = utcnow() - timedelta(seconds=lease_seconds)
+    with db.read() as s:  # most calls find nothing to do: answer those without taking the write lock
+        if _runnable(s, session_id, fresh_after) is None:
+            return None
     with db.write() as s:
         _lock_session(s, session_id)
-        active = s.exec(
-            select(Turn).where(Turn.session_id == session_id, Turn.status.in_(ACTIVE)).order_by(Turn.seq)
-        ).first()
-        if active is not None:
-            if active.status != TurnStatus.running.value:
-                return None
-            if active.heartbeat_at is not None and active.heartbeat_at >= fresh_after:
-                return None
-            turn = active  # its worker died: take it over
-        else:
-            turn = s.exec(
-                select(Turn)
-                .where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
-                .order_by(Turn.seq)
-                .limit(1)
-            ).first()
-            if turn is None:
-                return None
+        turn = _runnable(s, session_id, fresh_after)
+        if turn is None:
+            return None
+        now = utcnow()
         turn.status = TurnStatus.running.value
         turn.worker_id = worker_id
         turn.attempts += 1
         turn.heartbeat_at = now
         turn.started_at = turn.started_at or now
         s.add(turn)
+        insert_messages(s, session_id, [{"role": "user", "content": turn.input, "turn_id": turn.id, "turn_position": 0}])
         return turn
+
+
+def _runnable(s: Session, session_id: str, fresh_after) -> Turn | None:
+    """The session's running turn whose worker died, else its oldest queued turn, unless one runs live."""
+    active = s.exec(
+        select(Turn).where(Turn.session_id == session_id, Turn.status.in_(ACTIVE)).order_by(Turn.seq)
+    ).first()
+    if active is not None:
+        stale = active.heartbeat_at is None or active.heartbeat_at < fresh_after
+        return active if active.status == TurnStatus.running.value and stale else None
+    return s.exec(
+        select(Turn)
+        .where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
+        .order_by(Turn.seq)
+        .limit(1)
+    ).first()
 
 
 def _lock_session(s: Session, session_id: str) -> None:
@@ -157,8 +166,9 @@ def finish_turn(
     error_code: str | None = None,
     error_message: str | None = None,
     usage: dict[str, Any] | None = None,
+    messages: list[dict[str, Any]] | None = None,
 ) -> bool:
-    """Record the outcome once; False when this worker no longer owns the turn."""
+    """Record the outcome and the turn's last messages in one transaction; False when this worker lost the turn."""
     values: dict[str, Any] = {"status": status.value, "finished_at": utcnow(), "output": output}
     if error_code:
         values.update(error_code=error_code, error_message=error_message)
@@ -170,7 +180,12 @@ def finish_turn(
             .where(Turn.id == turn_id, Turn.worker_id == worker_id, Turn.status.in_(ACTIVE))
             .values(**values)
         )
-        return result.rowcount == 1
+        if result.rowcount != 1:
+            return False
+        if messages:
+            session_id = s.exec(select(Turn.session_id).where(Turn.id == turn_id)).one()
+            insert_messages(s, session_id, messages)
+        return True
 
 
 def request_cancel(db: Database, user_id: str, turn_id: str) -> Turn:

@@ -58,6 +58,7 @@ class TurnRun:
         self.messages: list[dict[str, Any]] = []
         self.position = 0
         self.partial: list[str] = []
+        self.last_rows: list[dict[str, Any]] = []
         self.usage: dict[str, Any] = {
             "prompt_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0, "iterations": 0,
             "model": runtime.llm.model,
@@ -87,7 +88,6 @@ class TurnRun:
     def converse(self) -> str:
         """The agent loop; returns the final answer."""
         self.system_prompt = self.frozen_prompt()
-        self.store([{"role": "user", "content": self.turn.input}], position=0)
         mine = self.load_history()
         budget = IterationBudget(self.rt.settings.max_iterations,
                                  used=sum(1 for m in mine if m.role == "assistant" and m.tool_calls))
@@ -101,8 +101,7 @@ class TurnRun:
             self.usage["iterations"] = budget.used
             completion = self.call(self.rt.tools.schemas() or None)
             if not completion.tool_calls:
-                self.append([{"role": "assistant", "content": completion.content}])
-                return completion.content or ""
+                return self.answer(completion.content)
             self.append([{"role": "assistant", "content": completion.content,
                           "tool_calls": [call.to_openai() for call in completion.tool_calls]}])
             self.run_tools(completion.tool_calls)
@@ -134,9 +133,12 @@ class TurnRun:
         notice = {"role": "user", "content": BUDGET_NOTICE}
         if self.messages[-1] != notice:
             self.append([{**notice, "name": BUDGET_NOTICE_NAME}])
-        completion = self.call(None)
-        self.append([{"role": "assistant", "content": completion.content}])
-        return completion.content or ""
+        return self.answer(self.call(None).content)
+
+    def answer(self, text: str | None) -> str:
+        """The final answer, stored by `finish` together with the turn's outcome."""
+        self.last_rows = self.keyed([{"role": "assistant", "content": text}])
+        return text or ""
 
     def call(self, tools: list[dict] | None) -> Completion:
         """One model call with the frozen system prompt first; deltas go to the event stream."""
@@ -167,8 +169,7 @@ class TurnRun:
         self.partial = []
         if not text:
             return None
-        self.append([{"role": "assistant", "content": text}])
-        return text
+        return self.answer(text)
 
     def run_tools(self, calls: list[ToolCall]) -> None:
         """Execute one batch; results are stored and announced in call order."""
@@ -185,25 +186,27 @@ class TurnRun:
         tool = result.name if result.name in self.rt.tools else "unknown"
         metrics.inc(self.rt.redis, "hstack_tool_calls_total", labels={"tool": tool})
 
-    def store(self, rows: list[dict[str, Any]], position: int | None = None) -> list[Message]:
-        """Persist rows at the next positions of this turn (a position already stored is kept, not duplicated)."""
-        if position is not None:
-            self.position = position
-        keyed = []
+    def keyed(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows at the next positions of this turn: a position already stored is kept, never duplicated."""
+        out = []
         for row in rows:
-            keyed.append({**row, "turn_id": self.turn.id, "turn_position": self.position})
+            out.append({**row, "turn_id": self.turn.id, "turn_position": self.position})
             self.position += 1
-        return sessions.append_messages(self.rt.db, self.turn.session_id, keyed)
+        return out
 
-    def append(self, rows: list[dict[str, Any]], position: int | None = None) -> None:
+    def store(self, rows: list[dict[str, Any]]) -> list[Message]:
+        """Persist rows now."""
+        return sessions.append_messages(self.rt.db, self.turn.session_id, self.keyed(rows))
+
+    def append(self, rows: list[dict[str, Any]]) -> None:
         """Persist rows and add them to the history the model sees next."""
-        self.messages += [to_wire(m) for m in self.store(rows, position)]
+        self.messages += [to_wire(m) for m in self.store(rows)]
 
     def finish(self, outcome: Outcome) -> None:
         """Record the outcome, then announce it; a worker that lost the lease says nothing more."""
         owned = turns.finish_turn(self.rt.db, self.turn.id, self.rt.worker_id, outcome.status, output=outcome.output,
                                   error_code=outcome.error_code, error_message=outcome.error_message,
-                                  usage=self.usage)
+                                  usage=self.usage, messages=self.last_rows)
         if not owned:
             log.warning("turn finished elsewhere: this worker lost its lease")
             return
@@ -214,9 +217,13 @@ class TurnRun:
         self.record_metrics(outcome.status)
 
     def record_metrics(self, status: TurnStatus) -> None:
-        r = self.rt.redis
         seconds = (utcnow() - self.turn.created_at).total_seconds()
-        metrics.observe(r, "hstack_turn_duration_seconds", seconds)
-        metrics.inc(r, "hstack_turns_finished_total", labels={"status": status.value})
-        metrics.inc(r, "hstack_tokens_total", self.usage["prompt_tokens"], labels={"kind": "prompt"})
-        metrics.inc(r, "hstack_tokens_total", self.usage["completion_tokens"], labels={"kind": "completion"})
+        metrics.record(
+            self.rt.redis,
+            observations=[("hstack_turn_duration_seconds", seconds, None)],
+            increments=[
+                ("hstack_turns_finished_total", 1, {"status": status.value}),
+                ("hstack_tokens_total", self.usage["prompt_tokens"], {"kind": "prompt"}),
+                ("hstack_tokens_total", self.usage["completion_tokens"], {"kind": "completion"}),
+            ],
+        )
