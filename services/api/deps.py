@@ -1,4 +1,7 @@
-"""Request dependencies, as Annotated aliases the routes declare."""
+"""Request dependencies, as Annotated aliases the routes declare.
+
+The getters that do no I/O are `async def` so FastAPI calls them inline instead of in the threadpool.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +11,11 @@ from typing import Annotated, Callable
 import redis
 import redis.asyncio as aioredis
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
+from services.api.auth_cache import AuthCache
 from shared.config import Settings
 from shared.db import Database
 from shared.errors import Forbidden, Unauthorized
@@ -24,25 +29,25 @@ bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: B
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
-def get_settings_dep(request: Request) -> Settings:
+async def get_settings_dep(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_db(request: Request) -> Database:
+async def get_db(request: Request) -> Database:
     return request.app.state.db
 
 
-def get_sync_redis(request: Request) -> redis.Redis:
+async def get_sync_redis(request: Request) -> redis.Redis:
     """The process's synchronous client, for sync routes (metrics, heartbeats, publishing)."""
     return get_redis(request.app.state.settings)
 
 
-def get_async_redis(request: Request) -> aioredis.Redis:
+async def get_async_redis(request: Request) -> aioredis.Redis:
     """The app's asyncio client, opened by the lifespan, for streams and readiness."""
     return request.app.state.redis
 
 
-def get_enqueue(request: Request) -> Enqueue:
+async def get_enqueue(request: Request) -> Enqueue:
     """Read at call time so tests may replace `app.state.enqueue`."""
     return request.app.state.enqueue
 
@@ -54,13 +59,18 @@ AsyncRedisDep = Annotated[aioredis.Redis, Depends(get_async_redis)]
 EnqueueDep = Annotated[Enqueue, Depends(get_enqueue)]
 
 
-def current_user(db: DbDep, credentials: Credentials) -> User:
-    """The user owning the bearer key; 401 unauthorized otherwise."""
+async def current_user(request: Request, db: DbDep, credentials: Credentials) -> User:
+    """The user owning the bearer key; 401 unauthorized otherwise (a recent lookup is reused)."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("A valid API key is required: `Authorization: Bearer <key>`.")
-    user = users.authenticate(db, credentials.credentials)
+    cache: AuthCache = request.app.state.auth_cache
+    digest = users.hash_key(credentials.credentials)
+    user = cache.get(digest)
     if user is None:
-        raise Unauthorized("The API key is not valid.")
+        user = await run_in_threadpool(users.authenticate, db, credentials.credentials)
+        if user is None:
+            raise Unauthorized("The API key is not valid.")
+        cache.put(digest, user)
     return user
 
 

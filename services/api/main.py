@@ -11,6 +11,7 @@ import redis
 import redis.asyncio as aioredis
 from fastapi import FastAPI
 
+from services.api.auth_cache import AuthCache
 from services.api.body_limit import BodyLimit
 from services.api.errors import CatchAll, install_error_handlers
 from services.api.routes import admin, chat_completions, events, health, sessions, turns, users
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.db = get_database(settings.sqlalchemy_url)
     app.state.enqueue = enqueue
+    app.state.auth_cache = AuthCache()
     app.state.started_at = int(time.time())
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_input_bytes)

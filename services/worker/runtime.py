@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 
@@ -13,6 +13,7 @@ from shared.db import Database, get_database
 from shared.heartbeats import instance_id
 from shared.llm import LLMClient, get_llm
 from shared.redis import get_redis
+from services.worker.agent.transcripts import TranscriptCache
 from services.worker.leases import LeaseKeeper
 from services.worker.tools.registry import REGISTRY, ToolRegistry  # importing the package registers tools
 
@@ -33,6 +34,7 @@ class Runtime:
     tools: ToolRegistry
     worker_id: str
     leases: LeaseKeeper
+    transcripts: TranscriptCache = field(default_factory=TranscriptCache)
 
     @classmethod
     def build(cls, settings: Settings, *, tools: ToolRegistry | None = None, worker_id: str | None = None) -> "Runtime":

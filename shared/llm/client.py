@@ -162,8 +162,11 @@ class LLMClient:
 
     def _record(self, outcome: str, started: float) -> None:
         if self.redis is not None:
-            metrics.observe(self.redis, "hstack_model_call_duration_seconds", time.monotonic() - started)
-            self._count(outcome)
+            metrics.record(
+                self.redis,
+                observations=[("hstack_model_call_duration_seconds", time.monotonic() - started, None)],
+                increments=[("hstack_model_calls_total", 1, {"outcome": outcome})],
+            )
 
 
 _clients: dict[tuple, LLMClient] = {}

@@ -13,7 +13,7 @@ from services.api.deps import CurrentUser, DbDep, EnqueueDep, RedisDep, Settings
 from services.api.schemas import error_responses
 from shared import events
 from shared.models.turns import TurnCreate, TurnPublic, TurnStatus
-from shared.stores import sessions, turns
+from shared.stores import turns
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,6 @@ def create_turn(
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> TurnPublic:
     """Queue a turn; the same Idempotency-Key and body return the same turn, a different body is 409."""
-    sessions.get_session(db, user.id, session_id)
     digest = request_hash(body.model_dump(), session_id) if idempotency_key else None
     turn = accept_turn(
         db,

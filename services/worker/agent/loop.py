@@ -116,7 +116,7 @@ class TurnRun:
 
     def load_history(self) -> list[Message]:
         """Load the session's transcript; close a tool batch a stopped worker left open. Returns this turn's rows."""
-        stored = sessions.list_messages(self.rt.db, self.turn.session_id)
+        stored = self.rt.transcripts.load(self.rt.db, self.turn.session_id)
         mine = [m for m in stored if m.turn_id == self.turn.id]
         self.position = max(m.turn_position for m in mine) + 1
         self.messages = build_history(stored)
