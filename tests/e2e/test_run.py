@@ -25,7 +25,7 @@ CLEARED = ("REDIS_URL", "DATABASE_URL", "LLM_BASE_URL", "LLM_API_KEY", "LLM_MODE
 def start(workdir: Path, port: int) -> tuple[subprocess.Popen, Path]:
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env.update(DATA_DIR=str(workdir / "data"), API_PORT=str(port), HSTACK_ENV="development", PYTHONUNBUFFERED="1")
-    log = workdir / f"run-{port}.log"
+    log = workdir / f"run-{len(list(workdir.glob('run-*.log')))}.log"
     with open(log, "ab") as out:
         proc = subprocess.Popen([HSTACK, "run"], cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -33,12 +33,10 @@ def start(workdir: Path, port: int) -> tuple[subprocess.Popen, Path]:
 
 
 def ready(proc: subprocess.Popen, log: Path, base: str) -> bool:
+    """The supervisor said the stack is ready (it says so after /readyz answered 200)."""
     if proc.poll() is not None:
         raise RuntimeError(f"hstack run exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-    try:
-        return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
+    return f"Hermes Stack is ready at {base}" in log.read_text(errors="replace")
 
 
 def stop(proc: subprocess.Popen) -> int:
@@ -56,7 +54,6 @@ def test_hstack_run_starts_everything_answers_a_turn_and_stops_cleanly():
         output = log.read_text()
         admin_key = dotenv_values(workdir / ".env")["ADMIN_API_KEY"]
         assert admin_key and admin_key in output, "the admin key is generated into .env and printed"
-        assert base in output
         assert "demo model" in output.lower()
 
         admin = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {admin_key}"}, timeout=30)
