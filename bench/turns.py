@@ -70,7 +70,7 @@ def bench_concurrency(stack: Stack, model: FakeModel, key: str, sessions: int) -
         def all_done() -> bool:
             return all(c.get(f"/v1/turns/{t['id']}").json()["status"] == "completed" for t in turns)
 
-        wait_until(all_done, timeout=300, interval=0.25, message="every concurrent turn")
+        wait_until(all_done, timeout=300, interval=0.25, what="every concurrent turn")
         elapsed = time.perf_counter() - start
     model.latency = 0.0
     return {"sessions": sessions, "seconds": elapsed, "turns_per_s": sessions / elapsed,

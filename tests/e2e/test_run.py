@@ -50,7 +50,7 @@ def test_hstack_run_starts_everything_answers_a_turn_and_stops_cleanly():
     base = f"http://127.0.0.1:{port}"
     proc, log = start(workdir, port)
     try:
-        wait_until(lambda: ready(proc, log, base), timeout=120, interval=0.2, message="hstack run to be ready")
+        wait_until(lambda: ready(proc, log, base), timeout=120, interval=0.2, what="hstack run to be ready")
         output = log.read_text()
         admin_key = dotenv_values(workdir / ".env")["ADMIN_API_KEY"]
         assert admin_key and admin_key in output, "the admin key is generated into .env and printed"
@@ -68,7 +68,7 @@ def test_hstack_run_starts_everything_answers_a_turn_and_stops_cleanly():
         assert not reachable("127.0.0.1", port), "the api is gone after SIGTERM"
 
         proc, log = start(workdir, port)
-        wait_until(lambda: ready(proc, log, base), timeout=120, interval=0.2, message="the second start")
+        wait_until(lambda: ready(proc, log, base), timeout=120, interval=0.2, what="the second start")
         names = [u["name"] for u in admin.get("/v1/users").json()["data"]]
         assert "first-run" in names, "a second run reuses the data"
         assert stop(proc) == 0

@@ -130,7 +130,7 @@ def test_a_worker_killed_mid_turn_has_its_turn_finished_by_another_without_dupli
             sid = c.post("/v1/sessions", json={}).json()["id"]
             turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": "crash-test: write a note"}).json()
             wait_until(lambda: sum("crash-test" in json.dumps(r.body) for r in model.requests) >= 2,
-                       timeout=30, message="the second model call of the doomed turn")
+                       timeout=30, what="the second model call of the doomed turn")
             doomed.signal(signal.SIGKILL)
             doomed.popen.wait(10)
 

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,20 +15,9 @@ from pathlib import Path
 import httpx
 
 from tests.support.env import create_postgres_database, free_port, reachable, start_embedded_redis
+from tests.support.waiting import wait_until
 
 E2E_REDIS_DB = 14
-
-
-def wait_until(predicate, *, timeout: float, interval: float = 0.05, message: str = "condition"):
-    """Poll `predicate` until it returns a truthy value; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
 
 
 @dataclass
@@ -104,7 +92,6 @@ class Stack:
         return url
 
     def _make_redis(self) -> str:
-        import redis
 
         if self.own_redis or not reachable("127.0.0.1", 6379):
             self.redis_port = free_port()
@@ -142,7 +129,7 @@ class Stack:
     def start_api(self) -> Proc:
         proc = self.spawn("api", ["-m", "uvicorn", "--factory", "services.api.main:create_app",
                                   "--host", "127.0.0.1", "--port", str(self.api_port), "--log-level", "warning"])
-        wait_until(lambda: self._ready(proc), timeout=30, message="the api to be ready")
+        wait_until(lambda: self._ready(proc), timeout=30, what="the api to be ready")
         return proc
 
     def _ready(self, proc: Proc) -> bool:
@@ -158,7 +145,7 @@ class Stack:
                                  "--pool", "threads", "--concurrency", str(concurrency), "-n", f"{name}@%h",
                                  "--without-gossip", "--without-mingle", "--loglevel", "INFO"],
                           HSTACK_SERVICE=name, **env)
-        wait_until(lambda: self._announced(proc, name), timeout=30, message=f"{name} to announce itself")
+        wait_until(lambda: self._announced(proc, name), timeout=30, what=f"{name} to announce itself")
         return proc
 
     def start_curator(self) -> Proc:
@@ -167,7 +154,7 @@ class Stack:
                                       "--without-gossip", "--without-mingle", "--loglevel", "INFO",
                                       "--schedule", str(self.data_dir / "celerybeat-schedule")],
                           HSTACK_SERVICE="curator")
-        wait_until(lambda: self._announced(proc, "curator"), timeout=30, message="the curator to announce itself")
+        wait_until(lambda: self._announced(proc, "curator"), timeout=30, what="the curator to announce itself")
         return proc
 
     def _announced(self, proc: Proc, service: str) -> bool:
@@ -214,4 +201,4 @@ def wait_for_turn(client: httpx.Client, turn_id: str, *, timeout: float = 30, st
         turn = client.get(f"/v1/turns/{turn_id}").json()
         return turn if turn["status"] in statuses else None
 
-    return wait_until(done, timeout=timeout, interval=0.05, message=f"turn {turn_id} to finish")
+    return wait_until(done, timeout=timeout, interval=0.05, what=f"turn {turn_id} to finish")

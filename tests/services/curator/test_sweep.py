@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from services.curator.tasks import sweep
 from shared.models.turns import TurnStatus
 from shared.queue.app import enqueue
@@ -11,6 +9,7 @@ from shared.queue.names import RUN_TURN, SWEEP_TURNS
 from shared.queue.payloads import RunTurn, SweepTurns
 from shared.stores import turns
 from tests.support.factories import make_session, make_user
+from tests.support.waiting import wait_until
 from tests.support.worker import inprocess_worker
 
 
@@ -65,13 +64,11 @@ def test_a_running_turn_whose_worker_stopped_heartbeating_is_resent(db, settings
 
 
 def wait_for_status(db, user_id: str, turn_id: str, status: str, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while True:
+    def reached():
         turn = turns.get_turn(db, user_id, turn_id)
-        if turn.status == status:
-            return turn
-        assert time.monotonic() < deadline, f"turn stayed {turn.status}, expected {status}"
-        time.sleep(0.05)
+        return turn if turn.status == status else None
+
+    return wait_until(reached, timeout, what=f"turn {turn_id} to be {status}")
 
 
 def test_a_turn_whose_enqueue_was_lost_is_answered_after_a_sweep(db, settings, model, monkeypatch):

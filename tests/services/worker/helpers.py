@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from typing import Any, Callable
 
 import redis
 
@@ -12,20 +10,9 @@ from shared.db import Database
 from shared.models.turns import Turn
 from shared.stores import turns
 from services.worker.tools.registry import Tool
+from tests.support.waiting import wait_until
 
 TERMINAL = {"completed", "failed", "cancelled"}
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "the condition") -> Any:
-    """Poll until `predicate()` is truthy and return it; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def post_turn(db: Database, user_id: str, session_id: str, text: str) -> Turn:
@@ -36,7 +23,7 @@ def post_turn(db: Database, user_id: str, session_id: str, text: str) -> Turn:
 
 def wait_finished(db: Database, turn_id: str, timeout: float = 10.0) -> Turn:
     """The turn once it reached a terminal status."""
-    return wait_until(lambda: _terminal(db, turn_id), timeout, f"turn {turn_id} to finish")
+    return wait_until(lambda: _terminal(db, turn_id), timeout, what=f"turn {turn_id} to finish")
 
 
 def _terminal(db: Database, turn_id: str) -> Turn | None:
