@@ -13,6 +13,7 @@ from shared.db import Database, get_database
 from shared.heartbeats import instance_id
 from shared.llm import LLMClient, get_llm
 from shared.redis import get_redis
+import services.worker.features  # noqa: F401  (registers every feature)
 from services.worker.agent.transcripts import TranscriptCache
 from services.worker.leases import LeaseKeeper
 from services.worker.tools.registry import REGISTRY, ToolRegistry  # importing the package registers tools

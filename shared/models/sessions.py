@@ -39,6 +39,7 @@ class Message(SQLModel, table=True):
     turn_position: int | None = Field(default=None)
     role: str = Field(max_length=16)
     content: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    api_content: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     tool_calls: list[dict[str, Any]] | None = Field(default=None, sa_type=JSON)
     tool_call_id: str | None = Field(default=None, max_length=128)
     name: str | None = Field(default=None, max_length=128)

@@ -83,6 +83,15 @@ def insert_messages(s: Session, session_id: str, messages: list[dict[str, Any]])
     return stored
 
 
+def set_api_content(db: Database, message_id: int, text: str) -> str:
+    """Record what the model is sent for a message, once; returns the stored text (the first writer wins)."""
+    with db.write() as s:
+        s.execute(
+            update(Message).where(Message.id == message_id, Message.api_content.is_(None)).values(api_content=text)
+        )
+        return s.exec(select(Message.api_content).where(Message.id == message_id)).one()
+
+
 def list_messages(db: Database, session_id: str, *, after: int | None = None, limit: int | None = None) -> list[Message]:
     query = select(Message).where(Message.session_id == session_id)
     if after is not None:

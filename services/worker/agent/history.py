@@ -16,7 +16,7 @@ def interrupted_result(name: str) -> str:
 
 
 def to_wire(message: Message) -> dict[str, Any]:
-    """One stored message in the OpenAI chat format."""
+    """One stored message in the OpenAI chat format (a user message as the model was first sent it)."""
     if message.role == "assistant":
         out: dict[str, Any] = {"role": "assistant", "content": message.content}
         if message.tool_calls:
@@ -24,7 +24,7 @@ def to_wire(message: Message) -> dict[str, Any]:
         return out
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content or ""}
-    return {"role": message.role, "content": message.content or ""}
+    return {"role": message.role, "content": message.api_content or message.content or ""}
 
 
 def unanswered_calls(messages: list[Message]) -> list[dict[str, Any]]:

@@ -15,10 +15,11 @@ from shared.clock import utcnow
 from shared.errors import ModelError
 from shared.llm import Cancelled, Completion, ToolCall
 from shared.logs import session_id_var, turn_id_var
-from shared.models.sessions import Message
+from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn, TurnStatus
 from shared.stores import sessions, turns
 from services.worker.agent.budget import BUDGET_NOTICE, BUDGET_NOTICE_NAME, IterationBudget
+from services.worker.agent.context import TurnContext, after_turn, user_message_for_model
 from services.worker.agent.events import TurnEvents
 from services.worker.agent.history import build_history, call_name, interrupted_result, to_wire, unanswered_calls
 from services.worker.agent.outcome import (
@@ -58,6 +59,7 @@ class TurnRun:
         self.messages: list[dict[str, Any]] = []
         self.position = 0
         self.partial: list[str] = []
+        self.session: ChatSession | None = None
         self.last_rows: list[dict[str, Any]] = []
         self.usage: dict[str, Any] = {
             "prompt_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0, "iterations": 0,
@@ -110,8 +112,9 @@ class TurnRun:
         """The session's system prompt, built and frozen by the first turn that needs it."""
         session = sessions.get_session(self.rt.db, None, self.turn.session_id)
         if session.system_prompt is None:
-            prompt = build_system_prompt(session, self.rt.tools, self.rt.settings, utcnow().date())
+            prompt = build_system_prompt(session, self.rt.tools, self.rt.settings, utcnow().date(), self.rt.db)
             session = sessions.freeze_system_prompt(self.rt.db, session.id, prompt)
+        self.session = session
         return session.system_prompt
 
     def load_history(self) -> list[Message]:
@@ -119,6 +122,7 @@ class TurnRun:
         stored = self.rt.transcripts.load(self.rt.db, self.turn.session_id)
         mine = [m for m in stored if m.turn_id == self.turn.id]
         self.position = max(m.turn_position for m in mine) + 1
+        self.add_turn_context(mine[0])
         self.messages = build_history(stored)
         open_calls = unanswered_calls(mine)
         if open_calls:
@@ -127,6 +131,15 @@ class TurnRun:
                      "name": call_name(c)} for c in open_calls]
             mine += self.store(rows)  # build_history already put the same results in self.messages
         return mine
+
+    def add_turn_context(self, user_message: Message) -> None:
+        """Fix, once, what the model is sent for this turn's user message (the text plus context blocks)."""
+        if user_message.api_content is not None:
+            return
+        ctx = TurnContext(self.rt.settings, self.rt.db, self.rt.redis, self.session, self.turn)
+        text = user_message_for_model(ctx)
+        if text is not None:
+            user_message.api_content = sessions.set_api_content(self.rt.db, user_message.id, text)
 
     def summary_answer(self) -> str:
         """The budget ran out: ask once more, without tools, for a summary."""
@@ -215,6 +228,9 @@ class TurnRun:
             data["usage"] = self.usage
         self.events.emit(event, data)
         self.record_metrics(outcome.status)
+        if self.session is not None:
+            ctx = TurnContext(self.rt.settings, self.rt.db, self.rt.redis, self.session, self.turn)
+            after_turn(ctx, outcome.status.value, outcome.output)
 
     def record_metrics(self, status: TurnStatus) -> None:
         seconds = (utcnow() - self.turn.created_at).total_seconds()

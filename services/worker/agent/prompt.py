@@ -13,6 +13,7 @@ from datetime import date
 from typing import Callable
 
 from shared.config import Settings
+from shared.db import Database
 from shared.models.sessions import ChatSession
 from services.worker.tools.registry import ToolRegistry
 
@@ -32,16 +33,21 @@ class PromptContext:
     tools: ToolRegistry
     settings: Settings
     today: date
+    db: Database | None = None
 
 
 PromptPart = Callable[[PromptContext], "str | None"]
-_PARTS: list[PromptPart] = []
+_PARTS: list[tuple[int, PromptPart]] = []
+
+# Where each feature's part goes (DESIGN.md): memory, user profile, skill index, external provider.
+ORDER_MEMORY, ORDER_USER, ORDER_SKILLS, ORDER_PROVIDER = 10, 20, 30, 40
 
 
-def register_prompt_part(part: PromptPart) -> PromptPart:
-    """Add a part builder; parts run in registration order and empty results are left out."""
-    if part not in _PARTS:
-        _PARTS.append(part)
+def register_prompt_part(part: PromptPart, order: int = 50) -> PromptPart:
+    """Add a part builder; parts run by `order` (then registration order) and empty results are left out."""
+    if all(p is not part for _, p in _PARTS):
+        _PARTS.append((order, part))
+        _PARTS.sort(key=lambda entry: entry[0])
     return part
 
 
@@ -59,10 +65,11 @@ def started_line(today: date) -> str:
     return f"Conversation started: {today.strftime('%A, %B %d, %Y')}"
 
 
-def build_system_prompt(session: ChatSession, tools: ToolRegistry, settings: Settings, today: date) -> str:
+def build_system_prompt(session: ChatSession, tools: ToolRegistry, settings: Settings, today: date,
+                        db: Database | None = None) -> str:
     """The full system prompt for a session that has none yet."""
-    context = PromptContext(session=session, tools=tools, settings=settings, today=today)
+    context = PromptContext(session=session, tools=tools, settings=settings, today=today, db=db)
     parts = [IDENTITY, tool_guidance(tools)]
-    parts += [part(context) for part in _PARTS]
+    parts += [part(context) for _, part in _PARTS]
     parts += [session.instructions, started_line(today)]
     return "\n\n".join(p.strip() for p in parts if p and p.strip())
