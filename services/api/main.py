@@ -15,6 +15,9 @@ from services.api.auth_cache import AuthCache
 from services.api.body_limit import BodyLimit
 from services.api.errors import CatchAll, install_error_handlers
 from services.api.routes import admin, chat_completions, events, health, sessions, turns, users
+from services.api.routes import memory as memory_routes
+from services.api.routes import skills as skills_routes
+from services.api.routes import search as search_routes
 from shared import heartbeats
 from shared.config import Settings, get_settings
 from shared.db import get_database
@@ -26,7 +29,8 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 10.0
 ROUTERS = (health.router, users.router, sessions.router, turns.router, events.router,
-           chat_completions.router, admin.router)
+           chat_completions.router, admin.router, memory_routes.router, skills_routes.router,
+           search_routes.router)
 
 
 async def _announce_forever(settings: Settings) -> None:

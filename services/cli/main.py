@@ -8,7 +8,10 @@ import sys
 
 from pydantic import ValidationError
 
-from services.cli import chat, status, users
+from services.cli import chat, importer, status, users
+from services.cli import memory as memory_cmd
+from services.cli import skills as skills_cmd
+from services.cli import search as search_cmd
 from services.cli.client import ApiClient, CliError, admin_key, base_url, user_key
 
 
@@ -48,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     chat_cmd = commands.add_parser("chat", parents=client, help="talk to the agent in this terminal (one turn per line)")
     chat_cmd.add_argument("--key", help="your API key (default: HSTACK_API_KEY)")
     chat_cmd.add_argument("--session", help="continue this session instead of starting a new one")
+    memory_cmd.add_parser(commands, client)
+    skills_cmd.add_parser(commands, client)
+    search_cmd.add_parser(commands, client)
+    importer.add_parser(commands)
     return parser
 
 
@@ -58,7 +65,18 @@ def dispatch(args: argparse.Namespace) -> int:
         return run()
     if args.command == "migrate":
         return migrate()
+    if args.command == "import":
+        return importer.run(args, sys.stdout)
     url = args.url or base_url()
+    if args.command == "memory":
+        with ApiClient(url, user_key(args.key)) as client:
+            return memory_cmd.run(client, args, sys.stdout)
+    if args.command == "skills":
+        with ApiClient(url, user_key(args.key)) as client:
+            return skills_cmd.run(client, args, sys.stdout)
+    if args.command == "search":
+        with ApiClient(url, user_key(args.key)) as client:
+            return search_cmd.run(client, args, sys.stdout)
     if args.command == "chat":
         with ApiClient(url, user_key(args.key)) as client:
             return chat.chat(client, sys.stdin, sys.stdout, session_id=args.session)

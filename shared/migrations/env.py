@@ -8,6 +8,7 @@ from sqlmodel import SQLModel
 import shared.models  # noqa: F401  (registers every table)
 from shared.config import get_settings
 from shared.db import Database
+from shared.models.search import include_name
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -18,7 +19,8 @@ def _url() -> str:
 
 
 def run_migrations_offline() -> None:
-    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True, render_as_batch=True)
+    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True, render_as_batch=True,
+                      include_name=include_name)
     with context.begin_transaction():
         context.run_migrations()
 
@@ -26,7 +28,8 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     db = Database(_url())
     with db.engine.connect() as connection:
-        context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
+        context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True,
+                          include_name=include_name)
         with context.begin_transaction():
             context.run_migrations()
     db.dispose()

@@ -1,6 +1,10 @@
 """SQLModel tables and API schemas, one module per concept; importing this registers every table."""
 
+from shared.models.compactions import Compaction
+from shared.models.imports import ImportRecord
+from shared.models.memory import MemorySnapshot, MemoryStagedWrite
 from shared.models.sessions import ChatSession, Message
+from shared.models.skills import SkillRecord
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.models.users import ApiKey, User
 

@@ -6,12 +6,15 @@ import hashlib
 from typing import Any
 
 from sqlalchemy import func, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
 
 from shared.clock import utcnow
 from shared.db import Database
 from shared.errors import NotFound
 from shared.ids import new_id
+from shared.models.compactions import APPLIED, Compaction
 from shared.models.sessions import ChatSession, Message
 
 
@@ -83,6 +86,16 @@ def insert_messages(s: Session, session_id: str, messages: list[dict[str, Any]])
     return stored
 
 
+def add_turn_messages(s: Session, session_id: str, rows: list[dict[str, Any]]) -> None:
+    """Insert a turn's keyed rows in one statement; a (turn_id, turn_position) already stored is left as it is."""
+    if not rows:
+        return
+    now = utcnow()
+    values = [{"session_id": session_id, "created_at": now, **row} for row in rows]
+    insert = sqlite_insert if s.get_bind().dialect.name == "sqlite" else pg_insert
+    s.execute(insert(Message).values(values).on_conflict_do_nothing(index_elements=["turn_id", "turn_position"]))
+
+
 def set_api_content(db: Database, message_id: int, text: str) -> str:
     """Record what the model is sent for a message, once; returns the stored text (the first writer wins)."""
     with db.write() as s:
@@ -103,6 +116,22 @@ def list_messages(db: Database, session_id: str, *, after: int | None = None, li
         return list(s.exec(query))
 
 
+def bulk_insert_messages(db: Database, rows: list[dict[str, Any]], *, batch: int = 20_000) -> int:
+    """Store many messages fast (imports, benchmarks): one multi-row insert per `batch` rows, each batch
+    its own transaction. Every row names its `session_id`; the search index triggers run as for any
+    insert. Returns how many rows were stored."""
+    now = utcnow()
+    stored = 0
+    for start in range(0, len(rows), batch):
+        chunk = [{"created_at": now, **row} for row in rows[start:start + batch]]
+        with db.write() as s:
+            s.execute(Message.__table__.insert(), chunk)
+            touched = {row["session_id"] for row in chunk}
+            s.execute(update(ChatSession).where(ChatSession.id.in_(touched)).values(updated_at=now))
+        stored += len(chunk)
+    return stored
+
+
 def turn_messages(db: Database, turn_id: str) -> list[Message]:
     with db.read() as s:
         return list(s.exec(select(Message).where(Message.turn_id == turn_id).order_by(Message.turn_position)))
@@ -113,3 +142,34 @@ def count_sessions(db: Database) -> int:
         return s.exec(select(func.count()).select_from(ChatSession)).one()
 
 
+def _set_system_prompt(s: Session, session_id: str, prompt: str) -> str:
+    """Replace a session's frozen system prompt; returns its sha256 (context compression is the one caller)."""
+    digest = hashlib.sha256(prompt.encode()).hexdigest()
+    s.execute(update(ChatSession).where(ChatSession.id == session_id)
+              .values(system_prompt=prompt, system_prompt_sha256=digest))
+    return digest
+
+
+def latest_compaction(db: Database, session_id: str) -> Compaction | None:
+    """The compaction that shapes the session's working context now, if any."""
+    query = (select(Compaction).where(Compaction.session_id == session_id, Compaction.outcome.in_(APPLIED))
+             .order_by(Compaction.id.desc()).limit(1))
+    with db.read() as s:
+        return s.exec(query).first()
+
+
+def recent_compaction_attempts(db: Database, session_id: str, limit: int) -> list[Compaction]:
+    """The session's last compaction attempts, newest first, whatever their outcome."""
+    query = select(Compaction).where(Compaction.session_id == session_id).order_by(Compaction.id.desc()).limit(limit)
+    with db.read() as s:
+        return list(s.exec(query))
+
+
+def record_compaction(db: Database, compaction: Compaction, system_prompt: str | None = None) -> Compaction:
+    """Store a compaction attempt; a rebuilt system prompt replaces the session's in the same transaction."""
+    with db.write() as s:
+        if system_prompt is not None:
+            compaction.system_prompt_sha256 = _set_system_prompt(s, compaction.session_id, system_prompt)
+        s.add(compaction)
+        s.flush()
+        return compaction

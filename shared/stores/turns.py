@@ -21,7 +21,7 @@ from shared.errors import IdempotencyConflict, InvalidState, NotFound
 from shared.ids import new_id
 from shared.models.sessions import ChatSession
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
-from shared.stores.sessions import insert_messages
+from shared.stores.sessions import add_turn_messages
 
 ACTIVE = (TurnStatus.running.value, TurnStatus.awaiting_approval.value)
 
@@ -106,30 +106,35 @@ def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: flo
             return None
     with db.write() as s:
         _lock_session(s, session_id)
-        turn = _runnable(s, session_id, fresh_after)
-        if turn is None:
+        found = _runnable(s, session_id, fresh_after)
+        if found is None:
             return None
         now = utcnow()
-        turn.status = TurnStatus.running.value
-        turn.worker_id = worker_id
-        turn.attempts += 1
-        turn.heartbeat_at = now
-        turn.started_at = turn.started_at or now
-        s.add(turn)
-        insert_messages(s, session_id, [{"role": "user", "content": turn.input, "turn_id": turn.id, "turn_position": 0}])
+        turn = s.scalars(
+            update(Turn)
+            .where(Turn.id == found[0])
+            .values(status=TurnStatus.running.value, worker_id=worker_id, attempts=Turn.attempts + 1,
+                    heartbeat_at=now, started_at=func.coalesce(Turn.started_at, now))
+            .returning(Turn),
+            execution_options={"synchronize_session": False},
+        ).one()
+        add_turn_messages(s, session_id, [{"role": "user", "content": turn.input, "turn_id": turn.id, "turn_position": 0}])
         return turn
 
 
-def _runnable(s: Session, session_id: str, fresh_after) -> Turn | None:
-    """The session's running turn whose worker died, else its oldest queued turn, unless one runs live."""
-    active = s.exec(
-        select(Turn).where(Turn.session_id == session_id, Turn.status.in_(ACTIVE)).order_by(Turn.seq)
+def _runnable(s: Session, session_id: str, fresh_after) -> tuple[str] | None:
+    """The id of the session's running turn whose worker died, else of its oldest queued turn, unless one runs live."""
+    active = s.execute(
+        select(Turn.id, Turn.status, Turn.heartbeat_at)
+        .where(Turn.session_id == session_id, Turn.status.in_(ACTIVE))
+        .order_by(Turn.seq)
+        .limit(1)
     ).first()
     if active is not None:
         stale = active.heartbeat_at is None or active.heartbeat_at < fresh_after
-        return active if active.status == TurnStatus.running.value and stale else None
-    return s.exec(
-        select(Turn)
+        return (active.id,) if active.status == TurnStatus.running.value and stale else None
+    return s.execute(
+        select(Turn.id)
         .where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
         .order_by(Turn.seq)
         .limit(1)
@@ -175,16 +180,15 @@ def finish_turn(
     if usage is not None:
         values["usage"] = usage
     with db.write() as s:
-        result = s.execute(
+        session_id = s.execute(
             update(Turn)
             .where(Turn.id == turn_id, Turn.worker_id == worker_id, Turn.status.in_(ACTIVE))
             .values(**values)
-        )
-        if result.rowcount != 1:
+            .returning(Turn.session_id)
+        ).scalar()
+        if session_id is None:
             return False
-        if messages:
-            session_id = s.exec(select(Turn.session_id).where(Turn.id == turn_id)).one()
-            insert_messages(s, session_id, messages)
+        add_turn_messages(s, session_id, messages or [])
         return True
 
 

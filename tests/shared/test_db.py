@@ -12,6 +12,7 @@ from sqlalchemy import text
 from sqlmodel import SQLModel
 
 import shared.models  # noqa: F401
+from shared.models.search import include_name
 from shared.db import Database
 from shared.stores import sessions
 from tests.support.factories import make_user
@@ -39,7 +40,7 @@ def test_many_concurrent_writers_never_see_a_locked_database(db):
 
 def test_migrations_build_exactly_the_models_schema(settings, db):
     with db.engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn), SQLModel.metadata)
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"include_name": include_name}), SQLModel.metadata)
     assert diff == []
 
 

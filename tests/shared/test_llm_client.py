@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from email.utils import formatdate
 
 import pytest
+import redis
 
 from shared.config import load_settings
 from shared.errors import ModelAuthError, ModelRequestError, ModelUnavailable
@@ -293,12 +294,17 @@ def test_get_llm_caches_one_client_per_settings():
 
 
 def test_calls_are_counted_in_metrics_when_redis_is_given(model, redis_client):
+    # A Redis database of its own: workers of other tests record into the shared one at any time.
+    kwargs = redis_client.connection_pool.connection_kwargs
+    private = redis.Redis(host=kwargs.get("host", "127.0.0.1"), port=kwargs.get("port", 6379), db=12)
+    private.delete("metrics:hstack_model_calls_total")
+
     def count(outcome: str) -> float:
-        return float(redis_client.hget("metrics:hstack_model_calls_total", f'outcome="{outcome}"') or 0)
+        return float(private.hget("metrics:hstack_model_calls_total", f'outcome="{outcome}"') or 0)
 
     before = {o: count(o) for o in ("ok", "retry", "error")}
     model.script(fail(500), text("ok"), fail(401))
-    client = LLMClient(load_settings(), redis=redis_client)
+    client = LLMClient(load_settings(), redis=private)
 
     client.complete(HELLO)
     with pytest.raises(ModelAuthError):

@@ -55,6 +55,31 @@ def after_turn(ctx: TurnContext, status: str, output: str | None) -> None:
             log.exception("after-turn hook %s failed", getattr(hook, "__name__", hook))
 
 
+PreCompress = Callable[[TurnContext, "list[dict]"], "str | None"]
+_PRE_COMPRESS: list[PreCompress] = []
+
+
+def register_pre_compress(hook: PreCompress) -> PreCompress:
+    """Run `hook(ctx, messages)` before the session's context is compressed; text it returns reaches the summary."""
+    if hook not in _PRE_COMPRESS:
+        _PRE_COMPRESS.append(hook)
+    return hook
+
+
+def pre_compress(ctx: TurnContext, messages: list[dict]) -> list[str]:
+    """What every pre-compress hook wants the summary to keep; a hook that fails is logged and skipped."""
+    kept = []
+    for hook in _PRE_COMPRESS:
+        try:
+            text = hook(ctx, messages)
+        except Exception:
+            log.exception("pre-compress hook %s failed", getattr(hook, "__name__", hook))
+            continue
+        if text and text.strip():
+            kept.append(text.strip())
+    return kept
+
+
 def register_turn_context(builder: ContextBuilder) -> ContextBuilder:
     """Add a builder; builders run in registration order and empty results are left out."""
     if builder not in _BUILDERS:

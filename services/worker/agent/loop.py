@@ -18,10 +18,11 @@ from shared.logs import session_id_var, turn_id_var
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn, TurnStatus
 from shared.stores import sessions, turns
+from services.worker.agent import compress
 from services.worker.agent.budget import BUDGET_NOTICE, BUDGET_NOTICE_NAME, IterationBudget
 from services.worker.agent.context import TurnContext, after_turn, user_message_for_model
 from services.worker.agent.events import TurnEvents
-from services.worker.agent.history import build_history, call_name, interrupted_result, to_wire, unanswered_calls
+from services.worker.agent.history import call_name, interrupted_result, to_wire, unanswered_calls
 from services.worker.agent.outcome import (
     CANCELLED_MESSAGE,
     INTERNAL_ERROR_MESSAGE,
@@ -123,13 +124,13 @@ class TurnRun:
         mine = [m for m in stored if m.turn_id == self.turn.id]
         self.position = max(m.turn_position for m in mine) + 1
         self.add_turn_context(mine[0])
-        self.messages = build_history(stored)
+        self.messages = compress.working_history(self.rt.db, self.turn.session_id, stored)
         open_calls = unanswered_calls(mine)
         if open_calls:
             log.warning("resuming turn: %d tool call(s) of the stopped worker have unknown effects", len(open_calls))
             rows = [{"role": "tool", "content": interrupted_result(call_name(c)), "tool_call_id": c["id"],
                      "name": call_name(c)} for c in open_calls]
-            mine += self.store(rows)  # build_history already put the same results in self.messages
+            mine += self.store(rows)  # the working history already holds the same results
         return mine
 
     def add_turn_context(self, user_message: Message) -> None:
@@ -155,6 +156,7 @@ class TurnRun:
 
     def call(self, tools: list[dict] | None) -> Completion:
         """One model call with the frozen system prompt first; deltas go to the event stream."""
+        compress.before_call(self, tools)
         self.partial = []
         messages = [{"role": "system", "content": self.system_prompt}, *self.messages]
         completion = self.rt.llm.complete(messages, tools=tools, on_delta=self.on_delta, cancelled=self.cancelled)

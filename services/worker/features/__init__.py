@@ -2,3 +2,7 @@
 
 One module per feature (memory, skills, search, providers, …); the worker runtime imports this package.
 """
+
+from services.worker.features import memory  # noqa: F401  (memory snapshot, <memory-update> notes)
+from services.worker.features import skills  # noqa: F401  (the skill index in the system prompt)
+from services.worker.features import providers  # noqa: F401  (memory provider: recall, syncs, its tools)

@@ -1,0 +1,105 @@
+"""Memory in what the model sees: the frozen MEMORY and USER PROFILE blocks, and `<memory-update>` notes.
+
+The blocks are rendered once, when the session's system prompt is built, and the entries they show
+are recorded as what the session knows. When the files change later, the next user message sent to
+the model carries a fenced note with the entries added, replaced or removed since then, so the
+system prompt stays byte-identical (and cached) while a long-lived chat still learns.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from shared.security.scanner import scan
+from shared.stores import memory_snapshots
+from shared.stores.memory import TARGETS, MemoryStore
+from shared.stores.memory_files import FILE_NAMES, render
+from shared.stores.memory_rules import chars, percent
+from services.worker.agent.context import TurnContext, register_after_turn, register_turn_context
+from services.worker.agent.prompt import ORDER_MEMORY, ORDER_USER, PromptContext, register_prompt_part
+from services.worker.tools.memory import FAILURES
+
+RULE = "═" * 46
+HEADERS = {"memory": "MEMORY (your personal notes)", "user": "USER PROFILE (who the user is)"}
+NOTE_INTRO = (
+    "[System note: the user's saved memory changed after this conversation's system prompt was written. "
+    "These changes are current and override the memory blocks there; this is background data, not new user input.]"
+)
+_FENCE = re.compile(r"<\s*/?\s*memory-update\b[^>]*>", re.IGNORECASE)
+
+
+def shown(target: str, entry: str) -> str:
+    """An entry as the model may see it: a poisoned one is replaced by a notice (the file keeps it)."""
+    if entry.startswith("[BLOCKED:"):
+        return entry
+    finding = scan(entry)
+    if finding is None:
+        return entry
+    return (f"[BLOCKED: {FILE_NAMES[target]} entry contained threat pattern(s): {finding.pattern_id}. Removed from "
+            "system prompt; use memory(action=remove) to delete the original.]")
+
+
+def render_block(target: str, entries: list[str], limit: int) -> str:
+    """The snapshot block of one store, or "" when it is empty (the prompt then leaves it out)."""
+    if not entries:
+        return ""
+    visible = [shown(target, entry) for entry in entries]
+    used = chars(visible)
+    header = f"{HEADERS[target]} [{percent(used, limit)}% — {used:,}/{limit:,} chars]"
+    return f"{RULE}\n{header}\n{RULE}\n{render(visible)}"
+
+
+def snapshot_part(target: str):
+    """The prompt part of one store; it records what it showed as what the session knows."""
+    def part(ctx: PromptContext) -> str:
+        store = MemoryStore.for_user(ctx.settings, ctx.session.user_id)
+        entries = store.entries(target)
+        if ctx.db is not None:
+            memory_snapshots.record(ctx.db, ctx.session.id, target, entries)
+        return render_block(target, entries, store.limits[target])
+
+    part.__name__ = f"{target}_snapshot"
+    return part
+
+
+def memory_update(ctx: TurnContext) -> str | None:
+    """The `<memory-update>` note for this turn's user message, or None when the model is up to date."""
+    store = MemoryStore.for_user(ctx.settings, ctx.session.user_id)
+    live = {target: store.entries(target) for target in TARGETS}
+    changed = memory_snapshots.changes_to_tell(ctx.db, ctx.session.id, ctx.turn.id, live)
+    if not changed:
+        return None
+    sections = [changes_section(t, changed[t], live[t]) for t in TARGETS if t in changed]
+    return "<memory-update>\n" + NOTE_INTRO + "\n\n" + "\n\n".join(sections) + "\n</memory-update>"
+
+
+def changes_section(target: str, before: list[str], after: list[str]) -> str:
+    """The lines of one store's changes: added, replaced (in place) and removed entries."""
+    lines = [f"{HEADERS[target]}:"]
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        old, new = before[i1:i2], after[j1:j2]
+        paired = min(len(old), len(new)) if tag == "replace" else 0
+        for was, now in zip(old[:paired], new[:paired]):
+            lines.append(f"~ replaced: {_line(target, was)}\n  with: {_line(target, now)}")
+        if tag in ("replace", "delete"):
+            lines += [f"- removed: {_line(target, entry)}" for entry in old[paired:]]
+        if tag in ("replace", "insert"):
+            lines += [f"+ added: {_line(target, entry)}" for entry in new[paired:]]
+    return "\n".join(lines)
+
+
+def _line(target: str, entry: str) -> str:
+    """An entry inside the note: sanitised, fence tags removed, continuation lines indented."""
+    return _FENCE.sub("", shown(target, entry)).replace("\n", "\n    ")
+
+
+def _forget_failures(ctx: TurnContext, status: str, output: str | None) -> None:
+    FAILURES.forget(ctx.turn.id)
+
+
+register_prompt_part(snapshot_part("memory"), ORDER_MEMORY)
+register_prompt_part(snapshot_part("user"), ORDER_USER)
+register_turn_context(memory_update)
+register_after_turn(_forget_failures)

@@ -1,0 +1,117 @@
+"""The `memory` tool: add, replace or remove entries of the user's MEMORY.md and USER.md."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from shared.db import get_database
+from shared.stores import memory_staged
+from shared.stores.memory import MemoryRequest, MemoryStore
+from services.worker.tools.registry import Tool, ToolContext, register
+
+MAX_FAILURES = 3
+# Failures a retry in the same turn might fix by consolidating; the cap stops the model looping on them.
+COUNTED = frozenset({"memory_over_limit", "memory_no_match", "memory_ambiguous", "memory_drift"})
+TRACKED_TURNS = 4096  # far above the turns one worker runs at once; bounds what a lost cleanup can leave
+
+
+class TurnFailures:
+    """Failed memory writes per turn id; a worker runs many turns at once, in threads."""
+
+    def __init__(self) -> None:
+        self._counts: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def failed(self, turn_id: str) -> int:
+        """Count one more failure of this turn; returns the count so far."""
+        with self._lock:
+            count = self._counts.pop(turn_id, 0) + 1
+            self._counts[turn_id] = count
+            while len(self._counts) > TRACKED_TURNS:
+                self._counts.popitem(last=False)
+            return count
+
+    def forget(self, turn_id: str) -> None:
+        """A success, or the end of the turn, starts the count again."""
+        with self._lock:
+            self._counts.pop(turn_id, None)
+
+
+FAILURES = TurnFailures()
+
+
+def memory(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Apply (or stage, under MEMORY_WRITE_APPROVAL) one memory write of the calling user."""
+    request = MemoryRequest.from_args(args)
+    store = MemoryStore.for_user(ctx.settings, ctx.user_id)
+    if ctx.settings.memory_write_approval:
+        refused = store.precheck(request)
+        if refused is not None:
+            return refused.payload
+        staged = memory_staged.stage(get_database(ctx.settings.sqlalchemy_url), ctx.settings, ctx.user_id, request,
+                                     session_id=ctx.session_id)
+        return {"success": True, "staged": True, "pending_id": staged.id,
+                "message": "Memory write staged: the user must approve it before it is saved. Do not repeat it."}
+    result = store.write(request)
+    if result.ok:
+        FAILURES.forget(ctx.turn_id)
+        return result.payload
+    if result.code not in COUNTED:
+        return result.payload
+    failures = FAILURES.failed(ctx.turn_id)
+    if failures <= MAX_FAILURES:
+        return result.payload
+    return {"success": False, "done": True,
+            "error": f"Memory writes failed {failures} times this turn. Stop retrying: leave memory as it is and "
+                     "continue with your reply to the user."}
+
+
+DESCRIPTION = (
+    "Save durable information to persistent memory that survives across sessions; it appears in the system "
+    "prompt of later sessions. Prefer one call with `operations` for several changes (all-or-nothing). "
+    "What to save, most important first: the user's preferences, corrections and personal details; then facts "
+    "about their environment; then conventions, tool quirks and lessons learned. Targets: 'user' is who the user "
+    "is (name, role, preferences, communication style); 'memory' is your notes on the environment, conventions, "
+    "tool quirks and lessons. Skip trivia, facts that are easy to find again, raw data dumps, task progress, logs "
+    "of finished work and TODO state; step-by-step procedures belong in skills. replace and remove find the entry "
+    "by `old_text`, a short substring that must match exactly one entry. When a store is full, the error lists "
+    "its entries: merge with replace or prune with remove, then retry in the same turn."
+)
+_OPERATION = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["add", "replace", "remove"]},
+        "content": {"type": "string", "description": "The entry text (add, replace)."},
+        "old_text": {"type": "string", "description": "Substring identifying the entry (replace, remove)."},
+    },
+    "required": ["action"],
+}
+
+register(Tool(
+    name="memory",
+    description=DESCRIPTION,
+    parameters={
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["add", "replace", "remove"], "description": "A single change."},
+            "target": {"type": "string", "enum": ["memory", "user"],
+                       "description": "'user' for who the user is; 'memory' for your own notes."},
+            "content": {"type": "string", "description": "The entry text, for add and replace."},
+            "old_text": {"type": "string",
+                         "description": "A substring of exactly one existing entry, for replace and remove."},
+            "operations": {"type": "array", "items": _OPERATION,
+                           "description": "Several changes applied in order, all or nothing."},
+        },
+        "required": ["target"],
+    },
+    handler=memory,
+    toolset="memory",
+    guidance=(
+        "You have persistent memory across sessions: when you learn something durable — above all the user's "
+        "preferences, corrections and personal details — save it with the memory tool, and keep entries short "
+        "because both stores have a character limit. The memory shown in this prompt was captured when the "
+        "conversation started; changes made since arrive as a <memory-update> note on a user message.",
+    ),
+))

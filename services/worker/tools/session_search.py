@@ -1,0 +1,206 @@
+"""`session_search`: the agent reads its earlier conversations with this user, straight from the store.
+
+Four shapes, inferred from the arguments (the anchor's order): scroll (`session_id` +
+`around_message_id`), discover (`query`: ranked hits grouped by session, a few messages around each),
+read (`session_id` alone: the session's head and tail) and browse (nothing: recent sessions). It
+returns stored messages with their ids, roles and times, never a summary, and calls no model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.db import get_database
+from shared.errors import InvalidInput
+from shared.models.sessions import Message
+from shared.stores import sessions
+from shared.stores.search import SEARCHABLE_ROLES, search_messages
+from shared.stores.search_views import messages_around, recent_sessions, session_head_tail
+from services.worker.tools.registry import Tool, ToolContext, register
+
+LIMIT, MAX_LIMIT = 3, 10
+WINDOW, MAX_WINDOW = 5, 20
+CONTEXT = 2  # messages shown either side of a discovered match
+HITS_PER_SESSION = 5  # hits fetched per session asked for, to fill `limit` distinct sessions
+READ_HEAD, READ_TAIL = 20, 10
+MATCH_CHARS, TEXT_CHARS = 2000, 600
+ROLES = ("user", "assistant", "tool")
+
+
+def session_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Dispatch to scroll, discover, read or browse."""
+    db = get_database(ctx.settings.sqlalchemy_url)
+    query = (args.get("query") or "").strip()
+    session_id = (args.get("session_id") or "").strip() or None
+    roles = _roles(args.get("role_filter"))
+    sort = _sort(args.get("sort"))
+    limit = _clamp(args.get("limit"), LIMIT, MAX_LIMIT)
+    if session_id and args.get("around_message_id") is not None:
+        window = _clamp(args.get("window"), WINDOW, MAX_WINDOW)
+        return _scroll(db, ctx, session_id, int(args["around_message_id"]), window, roles)
+    if query:
+        return _discover(db, ctx, query, session_id, limit, sort, roles)
+    if session_id:
+        return _read(db, ctx, session_id, roles)
+    return _browse(db, ctx, limit, sort)
+
+
+def _clamp(value: Any, default: int, most: int) -> int:
+    return default if value is None else max(1, min(int(value), most))
+
+
+def _sort(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    if value not in ("newest", "oldest"):
+        raise InvalidInput("sort must be 'newest' or 'oldest'.")
+    return value
+
+
+def _roles(value: Any) -> tuple[str, ...] | None:
+    """The roles named in a comma list; None when not given (each shape has its default)."""
+    if not value:
+        return None
+    names = [n.strip().lower() for n in str(value).split(",") if n.strip()]
+    unknown = [n for n in names if n not in ROLES]
+    if unknown:
+        raise InvalidInput(f"role_filter may name only {', '.join(ROLES)}; not {', '.join(unknown)}.")
+    return tuple(names)
+
+
+def _view(message: Message, *, anchor: int | None = None) -> dict[str, Any]:
+    """One stored message as the model sees it: id, role, time and text (cut when long, and said so)."""
+    limit = MATCH_CHARS if message.id == anchor else TEXT_CHARS
+    text = message.content or ""
+    if not text and message.tool_calls:
+        text = "[called tools: " + ", ".join(c.get("function", {}).get("name", "?") for c in message.tool_calls) + "]"
+    if len(text) > limit:
+        text = text[:limit] + f" … [cut at {limit} of {len(text)} characters; scroll to this id to read it all]"
+    view: dict[str, Any] = {"id": message.id, "role": message.role, "at": _when(message.created_at), "text": text}
+    if message.role == "tool" and message.name:
+        view["tool"] = message.name
+    if message.id == anchor:
+        view["match"] = True
+    return view
+
+
+def _when(moment) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _discover(db, ctx: ToolContext, query: str, session_id: str | None, limit: int, sort, roles) -> dict[str, Any]:
+    searchable = [r for r in (roles or SEARCHABLE_ROLES) if r in SEARCHABLE_ROLES]
+    if not searchable:
+        raise InvalidInput("Only user and assistant messages are searchable; read or scroll a session to see tool results.")
+    hits = search_messages(
+        db, ctx.user_id, query, limit=limit * HITS_PER_SESSION, session_id=session_id,
+        exclude_session_id=None if session_id else ctx.session_id, role=searchable,
+    )
+    groups: dict[str, list] = {}
+    for hit in hits:
+        if hit.session_id in groups or len(groups) < limit:
+            groups.setdefault(hit.session_id, []).append(hit)
+    ordered = list(groups.values())
+    if sort:
+        ordered.sort(key=lambda g: g[0].created_at, reverse=sort == "newest")
+    results = [_discovered(db, ctx, group, roles or SEARCHABLE_ROLES) for group in ordered]
+    envelope: dict[str, Any] = {"mode": "discover", "query": query, "count": len(results), "results": results}
+    if not results:
+        envelope["message"] = "No matching messages found."
+    else:
+        envelope["hint"] = "Scroll with session_id + around_message_id; read a session's start and end with session_id."
+    return envelope
+
+
+def _discovered(db, ctx: ToolContext, group: list, roles) -> dict[str, Any]:
+    best = group[0]
+    chat = sessions.get_session(db, ctx.user_id, best.session_id)
+    window = messages_around(db, ctx.user_id, best.session_id, best.message_id, CONTEXT, roles)
+    result: dict[str, Any] = {
+        "session_id": best.session_id,
+        "title": chat.title,
+        "when": _when(best.created_at),
+        "match_message_id": best.message_id,
+        "messages": [_view(m, anchor=best.message_id) for m in window.messages],
+        "messages_before": window.before,
+        "messages_after": window.after,
+    }
+    if len(group) > 1:
+        result["other_match_ids"] = [h.message_id for h in group[1:]]
+    return result
+
+
+def _scroll(db, ctx: ToolContext, session_id: str, around: int, window: int, roles) -> dict[str, Any]:
+    view = messages_around(db, ctx.user_id, session_id, around, window, roles or SEARCHABLE_ROLES)
+    return {
+        "mode": "scroll",
+        "session_id": session_id,
+        "around_message_id": around,
+        "messages": [_view(m, anchor=around) for m in view.messages],
+        "messages_before": view.before,
+        "messages_after": view.after,
+    }
+
+
+def _read(db, ctx: ToolContext, session_id: str, roles) -> dict[str, Any]:
+    chat, messages, total = session_head_tail(db, ctx.user_id, session_id, READ_HEAD, READ_TAIL,
+                                              roles or SEARCHABLE_ROLES)
+    result: dict[str, Any] = {
+        "mode": "read",
+        "session_id": session_id,
+        "title": chat.title,
+        "started_at": _when(chat.created_at),
+        "message_count": total,
+        "messages": [_view(m) for m in messages],
+    }
+    if total > len(messages):
+        result["truncated"] = True
+        result["hint"] = (f"Showing the first {READ_HEAD} and last {READ_TAIL} of {total} messages; "
+                          "scroll with around_message_id to read the middle.")
+    return result
+
+
+def _browse(db, ctx: ToolContext, limit: int, sort) -> dict[str, Any]:
+    found = recent_sessions(db, ctx.user_id, limit=limit, exclude_session_id=ctx.session_id,
+                            oldest_first=sort == "oldest")
+    return {
+        "mode": "browse",
+        "count": len(found),
+        "sessions": [
+            {"session_id": s.id, "title": s.title, "source": s.source, "started_at": _when(s.started_at),
+             "last_active": _when(s.last_active), "message_count": s.message_count, "preview": s.preview}
+            for s in found
+        ],
+    }
+
+
+register(Tool(
+    name="session_search",
+    description=(
+        "Search and read your earlier conversations with this user (stored messages, not summaries). "
+        "With query: ranked matches grouped by session, a few messages around each. With session_id and "
+        "around_message_id: scroll the messages around one. With session_id alone: read that session's "
+        "start and end. With nothing: list recent sessions. If the user gave a URL, file or other direct "
+        "source, inspect that first: past conversations are not evidence of its current contents."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Words or a question; \"exact phrase\", prefix*, AND, OR, NOT work."},
+            "limit": {"type": "integer", "description": "Sessions to return (1-10).", "default": LIMIT},
+            "sort": {"type": "string", "enum": ["newest", "oldest"], "description": "Order by time instead of relevance."},
+            "session_id": {"type": "string", "description": "Read, scroll or search within this session only."},
+            "around_message_id": {"type": "integer", "description": "With session_id: scroll around this message."},
+            "window": {"type": "integer", "description": "Messages either side when scrolling (1-20).", "default": WINDOW},
+            "role_filter": {"type": "string", "description": "Comma list of roles: user, assistant, tool."},
+        },
+        "required": [],
+    },
+    handler=session_search,
+    read_only=True,
+    toolset="session_search",
+    guidance=(
+        "When the user refers to something from an earlier conversation, or you need a past detail, decision "
+        "or preference, use session_search before saying you do not remember; quote what it returns.",
+    ),
+))

@@ -1,0 +1,148 @@
+"""The skill tools: skills_list, skill_view and skill_manage (parameter names as in the anchor agent).
+
+Writes go through shared.stores.skill_writes as the writer bound to `WRITER`: the foreground agent by
+default; a background review binds "review" around its tool calls with `writing_as`, which limits it
+to skills the agent created.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator
+
+from shared.db import get_database
+from shared.errors import InvalidInput
+from shared.models.skills import SkillWriter
+from shared.stores.skill_format import SKILL_FILE, SUPPORT_DIRS
+from shared.stores.skill_writes import SkillEditor
+from shared.stores.skills import SkillStore
+from services.worker.tools.registry import Tool, ToolContext, register
+
+MAX_VIEW_CHARS = 100_000
+ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file")
+
+WRITER: ContextVar[SkillWriter] = ContextVar("skill_writer", default=SkillWriter.agent)
+
+
+@contextmanager
+def writing_as(writer: SkillWriter | str) -> Iterator[None]:
+    """Run the enclosed tool calls' skill writes as `writer` (the review binds "review")."""
+    token = WRITER.set(SkillWriter(writer))
+    try:
+        yield
+    finally:
+        WRITER.reset(token)
+
+
+def _store(ctx: ToolContext) -> SkillStore:
+    return SkillStore.for_user(get_database(ctx.settings.sqlalchemy_url), ctx.settings, ctx.user_id)
+
+
+def skills_list(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """The skills the agent can load: name, description, origin and state (archived ones are left out)."""
+    skills = [{"name": s.name, "description": s.description, "origin": s.origin.value, "state": s.state.value}
+              for s in _store(ctx).summaries(include_archived=False)]
+    return {"skills": skills, "count": len(skills),
+            "hint": "Load a skill with skill_view(name) before following it."}
+
+
+def _capped(text: str) -> str:
+    if len(text) <= MAX_VIEW_CHARS:
+        return text
+    return text[:MAX_VIEW_CHARS] + f"\n[Cut at {MAX_VIEW_CHARS:,} characters of {len(text):,}.]"
+
+
+def skill_view(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """SKILL.md with the list of supporting files, or one supporting file; counts a view and a use."""
+    store = _store(ctx)
+    name, file_path = args["name"], args.get("file_path")
+    skill = store.usable(name)
+    if file_path in (None, "", SKILL_FILE):
+        detail = store.detail(name)
+        result = {"name": name, "description": detail.description, "origin": detail.origin.value,
+                  "state": detail.state.value, "content": detail.content, "files": detail.files}
+    else:
+        result = {"name": name, "file_path": file_path, "content": _capped(store.read_file(name, file_path))}
+    store.mark_used(skill)
+    return result
+
+
+def skill_manage(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Create, edit, patch, delete (archive) a skill, or write or remove one of its supporting files."""
+    action, name = args["action"], args["name"]
+    editor = SkillEditor(_store(ctx), WRITER.get())
+    if action == "create":
+        return editor.create(name, args.get("content"))
+    if action == "edit":
+        return editor.edit(name, args.get("content"))
+    if action == "patch":
+        return editor.patch(name, args.get("old_string"), args.get("new_string"),
+                            replace_all=bool(args.get("replace_all")), file_path=args.get("file_path"))
+    if action == "delete":
+        return editor.delete(name)
+    if action == "write_file":
+        return editor.write_file(name, args.get("file_path"), args.get("file_content"))
+    if action == "remove_file":
+        return editor.remove_file(name, args.get("file_path"))
+    raise InvalidInput(f"Unknown action {action!r}; use one of: {', '.join(ACTIONS)}.", code="skill_action_invalid")
+
+
+_NAME = {"type": "string", "description": "The skill's name (its folder): lowercase letters, digits, '.', '_', '-'."}
+_FILE_PATH = {"type": "string", "description": "A supporting file inside the skill, under "
+              + ", ".join(f"{d}/" for d in SUPPORT_DIRS) + " e.g. 'references/api.md'."}
+VIEW_GUIDANCE = ("Skills are procedures saved from earlier work; when a task matches one in the skills index, load "
+                 "it with skill_view before you start and follow it.")
+MANAGE_GUIDANCE = (
+    "After a hard task (five or more tool calls), an error you worked around, or a procedure the user corrected, "
+    "save the procedure with skill_manage: the steps first, then pitfalls as rules with a short reason. Prefer "
+    "patch to fix or extend a skill, and patch a loaded skill at once when it proved wrong or stale; use edit "
+    "only for a major rewrite.")
+
+register(Tool(
+    name="skills_list",
+    description="List the skills you can load: name, description, origin (bundled, user, agent) and state.",
+    parameters={"type": "object", "properties": {}, "required": []},
+    handler=skills_list,
+    read_only=True,
+    toolset="skills",
+    guidance=(VIEW_GUIDANCE,),
+))
+register(Tool(
+    name="skill_view",
+    description="Load a skill: its SKILL.md and the list of its supporting files, or one supporting file with "
+                "file_path.",
+    parameters={"type": "object", "properties": {
+        "name": _NAME,
+        "file_path": {**_FILE_PATH, "description": _FILE_PATH["description"] + " Omit it for SKILL.md."},
+    }, "required": ["name"]},
+    handler=skill_view,
+    read_only=True,
+    toolset="skills",
+    guidance=(VIEW_GUIDANCE,),
+))
+register(Tool(
+    name="skill_manage",
+    description=(
+        "Save and improve skills (procedures you can load later). Actions: create (new skill; content is the "
+        "whole SKILL.md: '---', name: and description: lines, '---', then the instructions), edit (rewrite "
+        "SKILL.md whole), patch (replace old_string with new_string in SKILL.md, or in file_path; it must match "
+        "once unless replace_all), delete (moves the skill to the archive; pinned skills stay), write_file "
+        "(create or replace file_path with file_content), remove_file (delete file_path). Ask the user before "
+        "create or delete. Bundled skills are read-only."),
+    parameters={"type": "object", "properties": {
+        "action": {"type": "string", "enum": list(ACTIONS), "description": "What to do."},
+        "name": _NAME,
+        "content": {"type": "string", "description": "The complete SKILL.md (create, edit)."},
+        "old_string": {"type": "string", "description": "Exact text to find (patch)."},
+        "new_string": {"type": "string", "description": "Replacement text; may be empty (patch)."},
+        "replace_all": {"type": "boolean", "description": "Replace every match instead of exactly one (patch).",
+                        "default": False},
+        "file_path": _FILE_PATH,
+        "file_content": {"type": "string", "description": "The complete file (write_file)."},
+    }, "required": ["action", "name"]},
+    handler=skill_manage,
+    read_only=False,
+    toolset="skills",
+    guidance=(MANAGE_GUIDANCE,),
+))

@@ -1,0 +1,47 @@
+"""Message search: the API's hit schema, and the names of the index tables kept outside the models.
+
+The index is FTS5 tables on SQLite and a tsvector table on Postgres (migration 0003 creates them,
+see its docstring); `include_name` keeps schema comparison and autogenerate from dropping them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlmodel import Field, SQLModel
+
+SEARCH_TABLES = frozenset({"messages_fts", "messages_cjk", "message_search"})
+_FTS5_SHADOW_SUFFIXES = ("_data", "_idx", "_content", "_docsize", "_config")
+
+
+def is_search_index(name: str | None) -> bool:
+    """True for a table (or an FTS5 shadow table) of the search index."""
+    if not name:
+        return False
+    if name in SEARCH_TABLES:
+        return True
+    return any(name == table + suffix for table in SEARCH_TABLES for suffix in _FTS5_SHADOW_SUFFIXES)
+
+
+def include_name(name: str | None, type_: str, parent_names: dict) -> bool:
+    """Alembic `include_name` hook: compare everything except the search index's tables."""
+    if type_ == "table":
+        return not is_search_index(name)
+    return True
+
+
+class SearchHitPublic(SQLModel):
+    """One matching message of the caller, as `GET /v1/search` returns it."""
+
+    message_id: int
+    session_id: str
+    role: str
+    content: str
+    created_at: datetime
+    score: float = Field(description="BM25-style relevance, higher is better; comparable within one answer only.")
+    coverage: float = Field(description="Share (0-1) of the query's search terms the message itself holds.")
+
+
+class SearchResults(SQLModel):
+    query: str
+    data: list[SearchHitPublic]

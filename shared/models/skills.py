@@ -1,0 +1,101 @@
+"""Skills: provenance and usage per (user, skill name), and the shapes the api and tools show.
+
+The files on disk hold what a skill says; this table holds where it came from and how it is used,
+so the curator (stale / archived) and the review's write rules have something to read.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict
+from pydantic import Field as PydanticField
+from sqlmodel import Field, SQLModel
+
+from shared.models.base import created_at_field, time_field
+
+
+class SkillOrigin(str, Enum):
+    bundled = "bundled"  # the repository's skills/ folder, read-only
+    user = "user"  # installed by the user through the api
+    agent = "agent"  # written by the foreground agent or a background review
+
+
+class SkillWriter(str, Enum):
+    """Who is writing: the foreground agent, a background review, or the user (api)."""
+
+    agent = "agent"
+    review = "review"
+    user = "user"
+
+
+class SkillState(str, Enum):
+    active = "active"
+    stale = "stale"  # out of the prompt index, still viewable; any use makes it active again
+    archived = "archived"  # moved to `.archive/`, invisible to the agent, restorable
+
+
+class SkillRecord(SQLModel, table=True):
+    """One skill as one user sees it; bundled skills get a row per user on first use."""
+
+    __tablename__ = "skills"
+
+    user_id: str = Field(foreign_key="users.id", primary_key=True, max_length=40)
+    name: str = Field(primary_key=True, max_length=64)
+    origin: str = Field(max_length=16)
+    created_by: str | None = Field(default=None, max_length=16)
+    state: str = Field(default=SkillState.active.value, max_length=16, index=True)
+    pinned: bool = Field(default=False)
+    view_count: int = Field(default=0)
+    use_count: int = Field(default=0)
+    patch_count: int = Field(default=0)
+    created_at: datetime = created_at_field()
+    updated_at: datetime | None = time_field()
+    last_used_at: datetime | None = time_field()
+    archived_at: datetime | None = time_field()
+
+    @property
+    def last_activity_at(self) -> datetime:
+        """The latest of creation, last change and last use: what "unused for N days" counts from."""
+        return max(t for t in (self.created_at, self.updated_at, self.last_used_at) if t is not None)
+
+
+class SkillSummary(BaseModel):
+    """One line of a listing."""
+
+    name: str
+    description: str
+    origin: SkillOrigin
+    state: SkillState
+    created_by: SkillWriter | None = None
+    pinned: bool = False
+    view_count: int = 0
+    use_count: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    last_used_at: datetime | None = None
+
+
+class SkillDetail(SkillSummary):
+    """A skill with its SKILL.md and the supporting files it holds."""
+
+    content: str
+    files: list[str]
+    version: str | None = None
+    license: str | None = None
+    metadata: dict = PydanticField(default_factory=dict)
+
+
+class SkillList(BaseModel):
+    data: list[SkillSummary]
+
+
+class SkillInstall(BaseModel):
+    """A skill folder sent as JSON: SKILL.md's text and its supporting files by relative path."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = PydanticField(min_length=1, max_length=200)
+    content: str
+    files: dict[str, str] = PydanticField(default_factory=dict)

@@ -1,0 +1,193 @@
+"""The provider manager: at most one external provider, every hook guarded, recall bounded in time.
+
+- `add_provider` accepts one provider; a second is refused with a warning (two recall sources
+  would double the injected text and fight over what the model is told).
+- `prefetch` runs the provider on its own thread and waits at most PROVIDER_PREFETCH_TIMEOUT_SECONDS;
+  while a session's previous prefetch is still running, the session's next one is skipped.
+- `sync_turn` queues; one session's syncs run in the order the turns finished.
+- Every other hook runs inline inside a try/except: a failing provider costs only its contribution.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from typing import Any, Callable
+
+from shared.config import Settings
+from shared.providers.base import MemoryProvider, ProviderContext
+from shared.providers.registry import import_modules, provider_class, registered_names
+from shared.providers.session_queue import SessionQueue
+
+log = logging.getLogger(__name__)
+
+DISABLED = {"", "none", "off"}
+SHUTDOWN_DRAIN_SECONDS = 5.0
+TRACKED_SESSIONS = 10_000  # sessions remembered as initialised; an evicted one is simply initialised again
+PRE_COMPRESS_HEAD, PRE_COMPRESS_TAIL = 4000, 1500
+PRE_COMPRESS_CUT = "\n...[memory provider context truncated]...\n"
+
+
+class ProviderManager:
+    """The memory provider of one worker process (or none)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.timeout = settings.provider_prefetch_timeout_seconds
+        self.provider: MemoryProvider | None = None
+        self._lock = threading.Lock()
+        self._prefetching: dict[str, threading.Thread] = {}
+        self._initialised: OrderedDict[str, None] = OrderedDict()
+        self._syncs = SessionQueue()
+
+    @property
+    def active(self) -> bool:
+        return self.provider is not None
+
+    def add_provider(self, provider: MemoryProvider) -> bool:
+        """Use `provider`; refused (False, with a warning) when one is already in use or it is unavailable."""
+        if self.provider is not None:
+            log.warning("memory provider %r refused: %r is already in use and only one external provider is "
+                        "allowed", provider.name, self.provider.name)
+            return False
+        if not _guarded(provider.is_available, f"{provider.name}.is_available", default=False):
+            log.warning("memory provider %r is not available (configuration or dependencies missing)", provider.name)
+            return False
+        self.provider = provider
+        return True
+
+    def system_prompt_block(self, ctx: ProviderContext) -> str | None:
+        if not self._ready(ctx):
+            return None
+        return _guarded(lambda: self.provider.system_prompt_block(ctx), "system_prompt_block")
+
+    def prefetch(self, query: str, ctx: ProviderContext) -> str | None:
+        """What the provider recalls for `query`, or None: nothing relevant, too slow, or still busy."""
+        if self.provider is None or not query.strip():
+            return None
+        result: dict[str, str | None] = {}
+        with self._lock:
+            running = self._prefetching.get(ctx.session_id)
+            if running is not None and running.is_alive():
+                log.info("memory prefetch skipped: the previous one of this session is still running")
+                return None
+            thread = threading.Thread(target=self._prefetch_into, args=(query, ctx, result), daemon=True,
+                                      name=f"prefetch-{ctx.session_id}")
+            self._prefetching[ctx.session_id] = thread
+            thread.start()
+        thread.join(self.timeout)
+        if thread.is_alive():
+            log.warning("memory prefetch took longer than %.1f s; the turn goes on without it", self.timeout)
+            return None
+        text = result.get("text")
+        return text if text and text.strip() else None
+
+    def _prefetch_into(self, query: str, ctx: ProviderContext, result: dict[str, str | None]) -> None:
+        try:
+            if self._ready(ctx):
+                result["text"] = _guarded(lambda: self.provider.prefetch(query, ctx), "prefetch")
+        finally:
+            with self._lock:
+                if self._prefetching.get(ctx.session_id) is threading.current_thread():
+                    del self._prefetching[ctx.session_id]
+
+    def sync_turn(self, user_text: str, assistant_text: str, ctx: ProviderContext) -> None:
+        """Queue the provider's learning from a completed turn behind the session's earlier ones."""
+        if self.provider is not None:
+            self._queue(ctx, lambda: self.provider.sync_turn(user_text, assistant_text, ctx))
+
+    def on_memory_write(self, action: str, target: str, content: str | None, ctx: ProviderContext) -> None:
+        """Mirror a committed built-in memory write, in order with the session's syncs."""
+        if self.provider is not None:
+            self._queue(ctx, lambda: self.provider.on_memory_write(action, target, content, ctx))
+
+    def wants_memory_writes(self) -> bool:
+        """Whether the provider overrides `on_memory_write` (reading the turn's writes costs a query)."""
+        return self.provider is not None and type(self.provider).on_memory_write is not MemoryProvider.on_memory_write
+
+    def _queue(self, ctx: ProviderContext, job: Callable[[], None]) -> None:
+        def run() -> None:
+            if self._ready(ctx):
+                job()
+
+        if not self._syncs.submit(ctx.session_id, run):
+            log.warning("memory provider is shutting down; a post-turn sync was dropped")
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The provider's tool schemas as bare functions (`{name, description, parameters}`)."""
+        if self.provider is None:
+            return []
+        schemas = _guarded(self.provider.tool_schemas, "tool_schemas", default=[]) or []
+        bare = [s.get("function", s) if s.get("type") == "function" else s for s in schemas]
+        return [s for s in bare if isinstance(s, dict) and s.get("name")]
+
+    def handle_tool_call(self, name: str, args: dict[str, Any], ctx: ProviderContext) -> str:
+        """Run a provider tool; its errors reach the model as the tool's error result."""
+        self._ready(ctx)
+        return self.provider.handle_tool_call(name, args, ctx)
+
+    def on_pre_compress(self, messages: list[dict[str, Any]], ctx: ProviderContext) -> str | None:
+        """What the provider wants the summary to keep, capped; then the session's context ends."""
+        if not self._ready(ctx):
+            return None
+        text = _guarded(lambda: self.provider.on_pre_compress(messages, ctx), "on_pre_compress")
+        _guarded(lambda: self.provider.on_session_end(ctx), "on_session_end")
+        if not text or not text.strip():
+            return None
+        text = text.strip()
+        if len(text) > PRE_COMPRESS_HEAD + PRE_COMPRESS_TAIL:
+            text = text[:PRE_COMPRESS_HEAD] + PRE_COMPRESS_CUT + text[-PRE_COMPRESS_TAIL:]
+        return text
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until every queued sync ran; False when some were still waiting after `timeout` s."""
+        return self._syncs.wait_idle(timeout)
+
+    def shutdown(self) -> None:
+        """Give queued syncs a few seconds, then shut the provider down."""
+        abandoned = self._syncs.close(SHUTDOWN_DRAIN_SECONDS)
+        if abandoned:
+            log.warning("memory provider shut down with %d post-turn sync(s) not run", abandoned)
+        if self.provider is not None:
+            _guarded(self.provider.shutdown, "shutdown")
+
+    def _ready(self, ctx: ProviderContext) -> bool:
+        """Initialise the provider for this session on first contact; False when there is no provider."""
+        if self.provider is None:
+            return False
+        with self._lock:
+            first = ctx.session_id not in self._initialised
+            self._initialised[ctx.session_id] = None
+            self._initialised.move_to_end(ctx.session_id)
+            while len(self._initialised) > TRACKED_SESSIONS:
+                self._initialised.popitem(last=False)
+        if first:
+            _guarded(lambda: self.provider.initialize(ctx), "initialize")
+        return True
+
+
+def build_manager(settings: Settings) -> ProviderManager:
+    """The manager with the provider MEMORY_PROVIDER names (none when it says "none" or names no provider)."""
+    manager = ProviderManager(settings)
+    import_modules(settings.memory_provider_modules)
+    name = settings.memory_provider.strip().lower()
+    if name in DISABLED:
+        return manager
+    cls = provider_class(name)
+    if cls is None:
+        log.error("MEMORY_PROVIDER=%r names no registered memory provider (known: %s); running without one",
+                  name, ", ".join(registered_names()) or "none")
+        return manager
+    provider = _guarded(lambda: cls(settings), f"{name} constructor")
+    if provider is not None:
+        manager.add_provider(provider)
+    return manager
+
+
+def _guarded(call: Callable[[], Any], what: str, default: Any = None) -> Any:
+    try:
+        return call()
+    except Exception:
+        log.exception("memory provider hook %s failed", what)
+        return default

@@ -1,0 +1,163 @@
+"""Full-text search over a user's stored messages, ranked BM25-style, on SQLite (FTS5) or Postgres.
+
+`search_messages` is the one entry point: the API, the `session_search` tool and memory providers
+call it. Scores are comparable within one call only. Ranking, in three steps:
+1. candidates: BM25 over the query's terms, matched in the message (weight 1) and in the two
+   messages before it in its session (0.5 and 0.2) — an answer is found by its question's words;
+2. a candidate also gets a share of the scores of the two candidates after it that hold a term
+   themselves (0.3 and 0.1) — a question is found by its answer's words;
+3. a hit must hold at least one term itself (context only ranks it), every required term and no
+   excluded one; coverage is measured on the message itself.
+A query of required terms only (quoted phrases, AND) lists its matches newest first. On SQLite a
+query matching more rows than the backend's budget ranks its rarest terms and adds its newest
+matches unranked (score 0), so one search never costs time in proportion to the whole history.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
+from sqlmodel import Session
+
+from shared.db import Database
+from shared.models.sessions import ChatSession, Message
+from shared.stores import search_postgres, search_sqlite
+from shared.stores.search_query import ParsedQuery, parse_query
+from shared.stores.search_scope import Candidate, Scope
+
+log = logging.getLogger(__name__)
+
+SEARCHABLE_ROLES = ("user", "assistant")
+MAX_LIMIT = 100
+MIN_POOL = 100  # candidates ranked by BM25 before followers add their share
+MIN_FEW = 20  # newest matches taken when a query is not ranked (required terms only, or too broad)
+NEXT_SHARES = (0.3, 0.1)  # measured on LoCoMo: the reply and the one after it vouch for a message
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One stored message that matched, with its BM25-style score (higher is better) and coverage."""
+
+    message_id: int
+    session_id: str
+    role: str
+    content: str
+    created_at: datetime
+    score: float
+    coverage: float  # share (0..1) of the query's content terms this message itself contains
+
+
+def search_messages(
+    db: Database,
+    user_id: str,
+    query: str | None,
+    *,
+    limit: int = 10,
+    session_id: str | None = None,
+    exclude_session_id: str | None = None,
+    role: str | Sequence[str] | None = None,
+    sort: str = "rank",
+) -> list[SearchHit]:
+    """The user's messages best matching `query` (any text; never a syntax error), best first.
+
+    `sort` "newest"/"oldest" orders the best `limit` hits by time instead of score.
+    """
+    parsed = parse_query(query)
+    roles = _roles(role)
+    if parsed.empty or not roles:
+        return []
+    limit = max(1, min(int(limit), MAX_LIMIT))
+    scope = Scope(user_id, session_id, exclude_session_id, roles)
+    backend = search_sqlite if db.is_sqlite else search_postgres
+    try:
+        with db.read() as s:
+            hits = _rank(s, backend, parsed, scope, limit)
+    except DBAPIError as exc:
+        if not backend.is_query_error(exc):
+            raise
+        log.warning("search query refused by the database (%s); answering with no hits", type(exc.orig).__name__)
+        return []
+    if sort == "newest":
+        hits.sort(key=lambda h: (h.created_at, h.message_id), reverse=True)
+    elif sort == "oldest":
+        hits.sort(key=lambda h: (h.created_at, h.message_id))
+    return hits
+
+
+def _roles(role: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The searchable roles asked for: "user", "assistant", a comma list, or both when None."""
+    if role is None:
+        return SEARCHABLE_ROLES
+    names = role.split(",") if isinstance(role, str) else role
+    wanted = {n.strip().lower() for n in names if n and n.strip()}
+    return tuple(r for r in SEARCHABLE_ROLES if r in wanted) if wanted else SEARCHABLE_ROLES
+
+
+def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int) -> list[SearchHit]:
+    pool = backend.candidates(s, parsed, scope, max(MIN_POOL, limit * 5), max(MIN_FEW, limit * 2))
+    rows = _messages(s, [c.message_id for c in pool], scope)
+    ids = list(rows)
+    holding = backend.holders(s, parsed.terms + parsed.excluded, rows)
+    presence, excluded = holding[: len(parsed.terms)], set().union(*holding[len(parsed.terms):])
+    held = {i: [i in holders for holders in presence] for i in ids}
+    totals = _with_followers(pool, {i for i, found in held.items() if any(found)})
+    rarity = [math.log(1 + (len(ids) - len(h) + 0.5) / (len(h) + 0.5)) for h in presence]
+    hits: list[tuple[SearchHit, float]] = []
+    for message_id, row in rows.items():
+        found = held[message_id]
+        if not _acceptable(found, parsed, message_id in excluded):
+            continue
+        hit = SearchHit(
+            message_id=message_id,
+            session_id=row.session_id,
+            role=row.role,
+            content=row.content or "",
+            created_at=row.created_at,
+            score=totals[message_id],
+            coverage=round(sum(found) / len(found), 4),
+        )
+        hits.append((hit, sum(w for w, ok in zip(rarity, found) if ok)))
+    # In a small history FTS5 floors every IDF to 1e-6: scores stay ordered but may tie, and then
+    # the rarer terms a message holds decide.
+    hits.sort(key=lambda pair: (pair[0].score, pair[1], pair[0].message_id), reverse=True)
+    return [hit for hit, _ in hits[:limit]]
+
+
+def _acceptable(found: list[bool], parsed: ParsedQuery, excluded: bool) -> bool:
+    """A hit holds at least one term itself (context only ranks), every required one, no excluded one."""
+    if excluded or not any(found):
+        return False
+    return all(ok or not term.required for term, ok in zip(parsed.terms, found))
+
+
+def _with_followers(pool: list[Candidate], speaking: set[int]) -> dict[int, float]:
+    """Each candidate's score plus shares of the scores of the candidates after it that hold a term
+    themselves (one matching only through its context would hand the message back its own words)."""
+    totals = {c.message_id: c.score for c in pool}
+    for c in pool:
+        if c.message_id not in speaking:
+            continue
+        for before, share in zip((c.prev_id, c.prev2_id), NEXT_SHARES):
+            if before in totals:
+                totals[before] += share * c.score
+    return totals
+
+
+def _messages(s: Session, ids: list[int], scope: Scope) -> dict[int, Message]:
+    """The rows among `ids` the scope allows, looked up by primary key and checked here."""
+    if not ids:
+        return {}
+    query = select(Message, ChatSession.user_id).join(ChatSession, ChatSession.id == Message.session_id)
+    rows = s.execute(query.where(Message.id.in_(ids))).all()
+    return {
+        m.id: m for m, owner in rows
+        if owner == scope.user_id and m.role in scope.roles
+        and (scope.session_id is None or m.session_id == scope.session_id)
+        and (scope.exclude_session_id is None or m.session_id != scope.exclude_session_id)
+    }

@@ -1,0 +1,155 @@
+"""SQLite backend of message search: FTS5 BM25 with per-column weights, a trigram table for CJK text."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import defaultdict
+from typing import Sequence
+
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlmodel import Session
+
+from shared.models.sessions import Message
+from shared.stores.search_query import ParsedQuery, Term, fts5_match, fts5_term
+from shared.stores.search_scope import Candidate, Scope
+
+TOKENIZER = "porter unicode61 remove_diacritics 2"  # as migration 0003 built messages_fts
+BODY = "body"
+ALL_COLUMNS = "{body prev prev2}"
+WEIGHTS = "1.0, 0.5, 0.2"  # the message, the one before it, the one before that (measured on LoCoMo)
+TRIGRAM_CHARS = 3
+BUDGET = 3000  # matching rows BM25 ranks per query at most (see _latin)
+_FROM = "JOIN messages AS m ON m.id = {t}.rowid JOIN sessions AS s ON s.id = m.session_id"
+
+
+def is_query_error(exc: DBAPIError) -> bool:
+    """An FTS5 refusal of the query text (the parser should never let one through)."""
+    message = str(exc.orig).lower()
+    return "fts5" in message or "match" in message
+
+
+def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -> list[Candidate]:
+    """The best `pool` messages by BM25 (or `few` newest, unranked), plus every one holding a CJK term."""
+    where, params = scope.where()
+    found: dict[int, Candidate] = {}
+    if fts5_match(parsed, BODY, ALL_COLUMNS) is not None:
+        found = _latin(s, parsed, where, params, pool, few)
+    cjk = [t for t in parsed.terms if t.cjk]
+    if cjk:
+        scores = _cjk_scores(s, cjk, where, params)
+        for message_id in sorted(scores, key=scores.get, reverse=True)[:pool]:
+            old = found.get(message_id) or _with_context(s, message_id)
+            found[message_id] = Candidate(message_id, old.score + scores[message_id], old.prev_id, old.prev2_id)
+    return list(found.values())
+
+
+def _latin(s: Session, parsed: ParsedQuery, where: str, params: dict, pool: int, few: int) -> dict[int, Candidate]:
+    """BM25 over every match, within a budget of rows; a query of required terms only lists newest first.
+
+    FTS5 scores every matching row and counts each phrase's rows for its IDF, so past BUDGET
+    matching rows the rarest terms (up to BUDGET rows together) are ranked, and the newest matches
+    of the whole query are added unranked (score 0).
+    """
+    match = fts5_match(parsed, BODY, ALL_COLUMNS)
+    terms = [t for t in parsed.terms if not t.cjk]
+    if all(t.required for t in terms):
+        return _newest(s, match, where, params, few)
+    if _count(s, match) < BUDGET:
+        return _ranked(s, match, where, params, pool)
+    found: dict[int, Candidate] = {}
+    rare = _rarest(s, terms)
+    if rare:
+        found = _ranked(s, fts5_match(ParsedQuery(rare), BODY, ALL_COLUMNS), where, params, pool)
+    for message_id, candidate in _newest(s, match, where, params, few).items():
+        found.setdefault(message_id, candidate)
+    return found
+
+
+def _rarest(s: Session, terms: list[Term]) -> tuple[Term, ...]:
+    """The rarest terms, as optional ones, whose rows together stay within BUDGET."""
+    counted = sorted((_count(s, f"{ALL_COLUMNS} : {fts5_term(t)}"), i) for i, t in enumerate(terms))
+    chosen, rows = [], 0
+    for count, i in counted:
+        if rows + count >= BUDGET:
+            break
+        chosen.append(Term(terms[i].atoms))
+        rows += count
+    return tuple(chosen)
+
+
+def _newest(s: Session, match: str, where: str, params: dict, limit: int) -> dict[int, Candidate]:
+    rows = s.execute(text(
+        f"SELECT f.rowid, f.prev_id, f.prev2_id FROM messages_fts AS f {_FROM.format(t='f')} "
+        f"WHERE messages_fts MATCH :match AND {where} ORDER BY f.rowid DESC LIMIT :limit"
+    ), {**params, "match": match, "limit": limit})
+    return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
+
+
+def _count(s: Session, match: str) -> int:
+    """How many rows match, counting no further than BUDGET."""
+    return s.execute(text(
+        "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH :match LIMIT :cap)"
+    ), {"match": match, "cap": BUDGET}).scalar()
+
+
+def _ranked(s: Session, match: str, where: str, params: dict, pool: int) -> dict[int, Candidate]:
+    rows = s.execute(text(
+        f"SELECT f.rowid, -bm25(messages_fts, {WEIGHTS}) AS score, f.prev_id, f.prev2_id "
+        f"FROM messages_fts AS f {_FROM.format(t='f')} "
+        f"WHERE messages_fts MATCH :match AND {where} ORDER BY score DESC LIMIT :pool"
+    ), {**params, "match": match, "pool": pool})
+    return {r[0]: Candidate(r[0], r[1], r[2], r[3]) for r in rows}
+
+
+def _with_context(s: Session, message_id: int) -> Candidate:
+    row = s.execute(text("SELECT prev_id, prev2_id FROM messages_fts WHERE rowid = :id"), {"id": message_id}).first()
+    return Candidate(message_id, 0.0, row[0] if row else None, row[1] if row else None)
+
+
+def _cjk_scores(s: Session, terms: list[Term], where: str, params: dict) -> dict[int, float]:
+    """BM25 with one occurrence per message: each CJK term found adds its IDF."""
+    total = s.execute(text("SELECT max(rowid) FROM messages_fts")).scalar() or 1
+    scores: dict[int, float] = defaultdict(float)
+    for term in terms:
+        ids = _cjk_ids(s, term.atoms[0].words[0], where, params)
+        idf = math.log(1 + (total - len(ids) + 0.5) / (len(ids) + 0.5))
+        for message_id in ids:
+            scores[message_id] += idf
+    return scores
+
+
+def _cjk_ids(s: Session, needle: str, where: str, params: dict) -> list[int]:
+    """Messages holding the CJK run: through the trigram index, or by scanning CJK messages when short."""
+    if len(needle) >= TRIGRAM_CHARS:
+        condition, value = "messages_cjk MATCH :needle", f'"{needle}"'
+    else:
+        condition, value = "instr(m.content, :needle) > 0", needle
+    rows = s.execute(text(
+        f"SELECT c.rowid FROM messages_cjk AS c {_FROM.format(t='c')} WHERE {condition} AND {where}"
+    ), {**params, "needle": value})
+    return [r[0] for r in rows]
+
+
+def holders(s: Session, terms: Sequence[Term], rows: dict[int, Message]) -> list[set[int]]:
+    """For each term, which of these messages hold it themselves.
+
+    FTS5 decides, on a scratch in-memory index of just these messages with the same tokenizer:
+    asking the big index about a hundred rowids costs a seek per row and term.
+    """
+    if not terms or not rows:
+        return [set() for _ in terms]
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize = '{TOKENIZER}')")
+        scratch.executemany("INSERT INTO t (rowid, body) VALUES (?, ?)", [(i, m.content or "") for i, m in rows.items()])
+        return [_holding(scratch, term, rows) for term in terms]
+    finally:
+        scratch.close()
+
+
+def _holding(scratch: sqlite3.Connection, term: Term, rows: dict[int, Message]) -> set[int]:
+    if term.cjk:
+        return {i for i, m in rows.items() if term.atoms[0].words[0] in (m.content or "")}
+    return {r[0] for r in scratch.execute("SELECT rowid FROM t WHERE t MATCH ?", (fts5_term(term),))}

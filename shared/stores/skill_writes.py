@@ -1,0 +1,169 @@
+"""The write actions of `skill_manage`: create, edit, patch, delete (archive), write_file, remove_file.
+
+Every action is taken as a `writer` (agent, review or user) and follows the same rules: the content
+is checked and scanned before anything is written, the skill's flock is held from reading to the
+atomic replace (so two processes patching one skill never lose an update), bundled skills are
+read-only, and a background review may only change skills the agent or a review created.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from shared.errors import Conflict, Forbidden, HermesError, InvalidInput, NotFound
+from shared.models.skills import SkillOrigin, SkillState, SkillWriter
+from shared.stores import skill_records
+from shared.stores.skill_files import (
+    atomic_write,
+    inside,
+    read_text,
+    remove_file,
+    skill_lock,
+    support_files,
+)
+from shared.stores.skill_format import (
+    MAX_FILES_PER_SKILL,
+    SKILL_FILE,
+    check_name,
+    check_support_path,
+    check_support_size,
+    parse_skill_md,
+)
+from shared.stores.skills import Located, SkillStore, refuse_threats
+
+PREVIEW_CHARS = 500
+AGENT_WRITERS = (SkillWriter.agent.value, SkillWriter.review.value)
+
+
+def _text(value: Any, argument: str, *, allow_empty: bool = False) -> str:
+    if not isinstance(value, str) or (not allow_empty and not value):
+        raise InvalidInput(f"{argument} is required{'' if allow_empty else ' and may not be empty'}.",
+                           code="skill_argument_missing")
+    return value
+
+
+def _done(message: str, name: str, **extra: Any) -> dict[str, Any]:
+    return {"success": True, "message": message, "name": name, **extra}
+
+
+class SkillEditor:
+    """One writer's changes to one user's skills."""
+
+    def __init__(self, store: SkillStore, writer: SkillWriter | str) -> None:
+        self.store = store
+        self.writer = SkillWriter(writer)
+
+    def authorize(self, skill: Located) -> None:
+        """Refuse archived and bundled skills, and, for a review, anything the agent did not create."""
+        if skill.state is SkillState.archived:
+            raise NotFound(f"The skill {skill.name!r} is archived; the user can restore it.", code="skill_not_found")
+        if skill.origin is SkillOrigin.bundled:
+            raise Forbidden(f"{skill.name!r} is a bundled skill and read-only; create your own skill with another "
+                            "name instead.", code="skill_read_only")
+        if self.writer is SkillWriter.review and skill.created_by not in AGENT_WRITERS:
+            raise Forbidden(f"A background review may only change skills the agent created; {skill.name!r} was "
+                            f"written by the {skill.created_by or 'user'}.", code="skill_read_only")
+
+    @contextmanager
+    def writable(self, name: str) -> Iterator[Located]:
+        """Hold the skill's lock and yield it once this writer may change it."""
+        check_name(name)
+        with skill_lock(self.store.roots, name):
+            skill = self.store.get(name)
+            self.authorize(skill)
+            yield skill
+
+    def changed(self, skill: Located) -> None:
+        skill_records.changed(self.store.db, self.store.user_id, skill.name, skill.origin.value)
+
+    def create(self, name: str, content: Any) -> dict[str, Any]:
+        check_name(name)
+        content = _text(content, "content")
+        parse_skill_md(content, name)
+        refuse_threats(SKILL_FILE, content)
+        self.store.create_folder(name, {SKILL_FILE: content}, SkillOrigin.agent, self.writer)
+        return _done(f"Skill '{name}' created.", name)
+
+    def edit(self, name: str, content: Any) -> dict[str, Any]:
+        content = _text(content, "content")
+        parse_skill_md(content, check_name(name))
+        refuse_threats(SKILL_FILE, content)
+        with self.writable(name) as skill:
+            atomic_write(skill.path / SKILL_FILE, content)
+        self.changed(skill)
+        return _done(f"Skill '{name}' updated (full rewrite).", name)
+
+    def patch(self, name: str, old_string: Any, new_string: Any, *, replace_all: bool = False,
+              file_path: str | None = None) -> dict[str, Any]:
+        """Replace the one match of `old_string` (every match with `replace_all`) in SKILL.md or a file."""
+        old_string = _text(old_string, "old_string")
+        new_string = _text(new_string, "new_string", allow_empty=True)
+        relative = SKILL_FILE if file_path in (None, "", SKILL_FILE) else check_support_path(file_path)
+        with self.writable(name) as skill:
+            target = skill.path / SKILL_FILE if relative == SKILL_FILE else inside(skill.path, relative)
+            current = read_text(target, relative)
+            count = current.count(old_string)
+            if count == 0:
+                raise InvalidInput(f"old_string was not found in {relative} of skill {name!r}; copy it exactly from "
+                                   f"skill_view. The file starts:\n{current[:PREVIEW_CHARS]}",
+                                   code="skill_patch_no_match")
+            if count > 1 and not replace_all:
+                raise InvalidInput(f"old_string matches {count} places in {relative}; include more surrounding text "
+                                   "so it matches once, or set replace_all.", code="skill_patch_ambiguous")
+            updated = current.replace(old_string, new_string, -1 if replace_all else 1)
+            self.check_patched(name, relative, updated)
+            atomic_write(target, updated)
+        self.changed(skill)
+        replaced = count if replace_all else 1
+        return _done(f"Patched {relative} in skill '{name}' ({replaced} replacement{'s' if replaced > 1 else ''}).",
+                     name)
+
+    @staticmethod
+    def check_patched(name: str, relative: str, updated: str) -> None:
+        if relative == SKILL_FILE:
+            try:
+                parse_skill_md(updated, name)
+            except HermesError as exc:
+                raise type(exc)(f"The patch would break SKILL.md: {exc.message} Nothing was written.",
+                                code=exc.code) from exc
+        else:
+            check_support_size(relative, updated)
+        refuse_threats(relative, updated)
+
+    def delete(self, name: str) -> dict[str, Any]:
+        """Move the skill to the archive; nothing is ever removed, and a pinned skill stays."""
+        with self.writable(name) as skill:
+            if skill.pinned:
+                raise Conflict(f"The skill {name!r} is pinned; the user must unpin it before it can be deleted.",
+                               code="skill_pinned")
+            self.store.archive_locked(skill)
+        return _done(f"Skill '{name}' archived: it left the skill list and the user can restore it.", name)
+
+    def write_file(self, name: str, file_path: Any, file_content: Any) -> dict[str, Any]:
+        relative = check_support_path(file_path)
+        file_content = _text(file_content, "file_content", allow_empty=True)
+        check_support_size(relative, file_content)
+        refuse_threats(relative, file_content)
+        with self.writable(name) as skill:
+            target = inside(skill.path, relative)
+            if target.is_dir():
+                raise InvalidInput(f"{relative} is a folder; name a file inside it.", code="skill_path_invalid")
+            if not target.exists() and len(support_files(skill.path)) >= MAX_FILES_PER_SKILL:
+                raise InvalidInput(f"Skill {name!r} already holds {MAX_FILES_PER_SKILL} supporting files, the "
+                                   "limit; remove one first.", code="skill_too_many_files")
+            atomic_write(target, file_content)
+        self.changed(skill)
+        return _done(f"Wrote {relative} in skill '{name}'.", name, file_path=relative)
+
+    def remove_file(self, name: str, file_path: Any) -> dict[str, Any]:
+        relative = check_support_path(file_path)
+        with self.writable(name) as skill:
+            target = inside(skill.path, relative)
+            if not target.is_file():
+                available = ", ".join(support_files(skill.path)) or "none"
+                raise NotFound(f"No file {relative!r} in skill {name!r}. Available files: {available}.",
+                               code="skill_file_not_found")
+            remove_file(skill.path, target)
+        self.changed(skill)
+        return _done(f"Removed {relative} from skill '{name}'.", name, file_path=relative)

@@ -1,0 +1,153 @@
+"""Message search: natural questions find the right message, only the caller's, on SQLite and Postgres."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from shared.stores import sessions
+from shared.stores.search import search_messages
+from tests.shared.test_search_query import HOSTILE
+from tests.support.factories import make_session, make_user
+
+CHAT = [
+    ("user", "Caroline: I went to an LGBTQ support group yesterday and it was so powerful."),
+    ("assistant", "Melanie: That's amazing! I'm painting a sunrise over the lake these days."),
+    ("user", "Caroline: My group meets every Tuesday; support matters."),
+    ("assistant", "Melanie: We are deploying the new chat-send service to staging on Friday."),
+    ("user", "Caroline: What should I cook for dinner?"),
+    ("assistant", "Melanie: A mushroom risotto, slowly stirred."),
+    ("tool", "tool output that mentions a support group and risotto"),
+    ("user", "Caroline: 我们上周去桂林旅游了，山水很美。"),
+]
+
+
+@pytest.fixture
+def chat(db, user):
+    """A session of the test user holding CHAT; messages by their text's first words."""
+    session = make_session(db, user.id)
+    stored = sessions.append_messages(db, session.id, [{"role": r, "content": c} for r, c in CHAT])
+    return session, {m.content.split(":", 1)[-1].split()[0].strip(",.!"): m for m in stored if m.role != "tool"}
+
+
+def found(db, user_id, query, **kwargs) -> list[str]:
+    return [h.content for h in search_messages(db, user_id, query, **kwargs)]
+
+
+def test_a_natural_question_finds_the_message_that_answers_it(db, user, chat):
+    hits = search_messages(db, user.id, "When did Caroline go to the LGBTQ support group?")
+    assert hits[0].content == CHAT[0][1]
+    assert hits[0].role == "user" and hits[0].score > 0 and hits[0].coverage == 1.0
+
+
+def test_words_are_found_by_their_stem_and_irregular_forms(db, user, chat):
+    assert found(db, user.id, "painted sunrises")[0] == CHAT[1][1]
+    assert found(db, user.id, "go support")[0] == CHAT[0][1]
+
+
+def test_every_hit_holds_a_term_itself(db, user, chat):
+    assert all(h.coverage > 0 for h in search_messages(db, user.id, "dinner risotto tuesday sunrise"))
+
+
+def test_a_quoted_phrase_must_appear_as_written(db, user, chat):
+    assert found(db, user.id, '"support group"') == [CHAT[0][1]]
+
+
+def test_prefix_and_operators_are_honoured(db, user, chat):
+    assert found(db, user.id, "deploy*") == [CHAT[3][1]]
+    assert found(db, user.id, "chat-send") == [CHAT[3][1]]
+    assert found(db, user.id, "support AND tuesday") == [CHAT[2][1]]
+    assert CHAT[0][1] not in found(db, user.id, "support NOT yesterday")
+    assert found(db, user.id, "support NOT yesterday")[0] == CHAT[2][1]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_no_text_is_a_syntax_error(db, user, chat, query):
+    assert isinstance(search_messages(db, user.id, query), list)
+
+
+def test_cjk_text_is_findable_by_short_and_long_runs(db, user, chat):
+    assert found(db, user.id, "桂林") == [CHAT[7][1]]
+    assert found(db, user.id, "桂林旅游") == [CHAT[7][1]]
+    assert found(db, user.id, "山水 risotto")[:2] == [CHAT[7][1], CHAT[5][1]] or \
+        found(db, user.id, "山水 risotto")[:2] == [CHAT[5][1], CHAT[7][1]]
+
+
+def test_tool_results_are_not_indexed(db, user, chat):
+    assert all(h.role in ("user", "assistant") for h in search_messages(db, user.id, "tool output risotto"))
+    assert found(db, user.id, '"tool output"') == []
+
+
+def test_another_users_messages_never_appear(db, user, chat):
+    other = make_user(db)
+    theirs = make_session(db, other.id)
+    sessions.append_messages(db, theirs.id, [{"role": "user", "content": "LGBTQ support group secret notes"}])
+    assert "LGBTQ support group secret notes" not in found(db, user.id, "LGBTQ support group secret")
+    assert found(db, other.id, "secret") == ["LGBTQ support group secret notes"]
+    assert found(db, other.id, "risotto") == []
+
+
+def test_session_role_and_exclusion_filters(db, user, chat):
+    session, _ = chat
+    later = make_session(db, user.id)
+    sessions.append_messages(db, later.id, [{"role": "assistant", "content": "Another support group story."}])
+    assert {h.session_id for h in search_messages(db, user.id, "support", session_id=later.id)} == {later.id}
+    assert later.id not in {h.session_id for h in search_messages(db, user.id, "support", exclude_session_id=later.id)}
+    assert {h.role for h in search_messages(db, user.id, "support group", role="assistant")} == {"assistant"}
+    assert search_messages(db, user.id, "support", role="tool") == []
+    assert {h.role for h in search_messages(db, user.id, "support", role="user, nonsense")} == {"user"}
+
+
+def test_limit_and_time_order(db, user):
+    session = make_session(db, user.id)
+    sessions.append_messages(db, session.id, [{"role": "user", "content": f"kayak trip number {i}"} for i in range(8)])
+    assert len(search_messages(db, user.id, "kayak", limit=3)) == 3
+    newest = search_messages(db, user.id, "kayak", limit=20, sort="newest")
+    assert [h.content for h in newest] == [f"kayak trip number {i}" for i in reversed(range(8))]
+    oldest = search_messages(db, user.id, "kayak", limit=20, sort="oldest")
+    assert [h.message_id for h in oldest] == sorted(h.message_id for h in newest)
+
+
+def test_the_index_follows_the_message_transaction(db, user):
+    session = make_session(db, user.id)
+    with pytest.raises(RuntimeError):
+        with db.write() as s:
+            sessions.insert_messages(s, session.id, [{"role": "user", "content": "rolled back zeppelin"}])
+            raise RuntimeError("the turn failed")
+    assert found(db, user.id, "zeppelin") == []
+    (message,) = sessions.append_messages(db, session.id, [{"role": "user", "content": "a zeppelin ride"}])
+    assert found(db, user.id, "zeppelin") == ["a zeppelin ride"]
+    with db.write() as s:
+        s.execute(text("UPDATE messages SET content = 'a hot air balloon ride' WHERE id = :id"), {"id": message.id})
+    assert found(db, user.id, "zeppelin") == [] and found(db, user.id, "balloon") == ["a hot air balloon ride"]
+    with db.write() as s:
+        s.execute(text("DELETE FROM messages WHERE id = :id"), {"id": message.id})
+    assert found(db, user.id, "balloon") == []
+
+
+def test_an_answer_ranks_by_the_words_of_its_question(db, user):
+    session = make_session(db, user.id)
+    sessions.append_messages(db, session.id, [
+        {"role": "user", "content": "I once read about risotto in a magazine."},
+        {"role": "assistant", "content": "Magazines are fun."},
+        {"role": "user", "content": "What should I cook for dinner tonight?"},
+        {"role": "assistant", "content": "A mushroom risotto, slowly stirred."},
+    ])
+    ranked = found(db, user.id, "risotto dinner")
+    assert ranked.index("A mushroom risotto, slowly stirred.") < ranked.index("I once read about risotto in a magazine.")
+
+
+def test_a_query_of_required_terms_only_lists_matches_newest_first(db, user):
+    session = make_session(db, user.id)
+    sessions.append_messages(db, session.id, [{"role": "user", "content": f"the blue kayak, trip {i}"} for i in range(5)])
+    hits = search_messages(db, user.id, '"blue kayak"')
+    assert [h.content for h in hits] == [f"the blue kayak, trip {i}" for i in reversed(range(5))]
+
+
+def test_bulk_inserted_messages_are_indexed_too(db, user):
+    first, second = make_session(db, user.id), make_session(db, user.id)
+    rows = [{"session_id": sid, "role": "user", "content": f"bulk walrus number {i}"}
+            for sid in (first.id, second.id) for i in range(30)]
+    assert sessions.bulk_insert_messages(db, rows, batch=25) == 60
+    assert len(search_messages(db, user.id, "walrus", limit=100)) == 60
+    assert {h.session_id for h in search_messages(db, user.id, "walrus", session_id=second.id, limit=100)} == {second.id}

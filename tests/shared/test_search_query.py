@@ -1,0 +1,81 @@
+"""Query parsing: what people and models type becomes safe terms, phrases, prefixes and operators."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from shared.stores.search_query import fts5_match, parse_query, tsquery_match
+
+HOSTILE = [
+    '"', '""', '"unbalanced phrase', 'a "b" "c', "*", "**deploy", "(", ")", "((a OR b)", "NEAR", "NEAR(a b)",
+    "a NEAR/3 b", "-", "--x", "-foo", ":", "TODO: fix", "col:value", "body : x", "^start", "{body prev}: x",
+    "AND", "OR", "NOT", "hello AND", "NOT NOT x", "a OR OR b", "'; DROP TABLE messages; --", "\\", "%_%",
+    "🙂🔥", "x\x00y", "\u200b", "a" * 5000, "ñandú café", "C++ and C#", "e-mail@host.com", "$(rm -rf /)",
+]
+
+
+def words(query: str) -> list[tuple[str, ...]]:
+    return [tuple(atom.text for atom in term.atoms) for term in parse_query(query).terms]
+
+
+def test_a_natural_question_keeps_its_content_words_only():
+    assert words("When did Caroline go to the LGBTQ support group?") == [
+        ("caroline",), ("go", "gone", "went"), ("lgbtq",), ("support",), ("group",),
+    ]
+
+
+def test_a_query_of_stop_words_only_keeps_them_rather_than_searching_nothing():
+    assert words("the who") == [("the",), ("who",)]
+
+
+def test_quoted_phrases_are_required_and_plain_words_are_alternatives():
+    parsed = parse_query('"support group" caroline')
+    assert [(t.atoms[0].text, t.required) for t in parsed.terms] == [("support group", True), ("caroline", False)]
+
+
+def test_and_requires_both_neighbours_and_not_excludes_the_next_word():
+    parsed = parse_query("deploy AND staging NOT friday")
+    assert [(t.atoms[0].text, t.required) for t in parsed.terms] == [("deploy", True), ("staging", True)]
+    assert [t.atoms[0].text for t in parsed.excluded] == ["friday"]
+
+
+def test_operators_count_in_capitals_only():
+    assert words("rock and roll or not") == [("rock",), ("roll",)]
+
+
+def test_a_trailing_star_searches_by_prefix():
+    (term,) = parse_query("deploy*").terms
+    assert term.atoms[0].prefix and term.atoms[0].text == "deploy"
+
+
+def test_words_joined_by_connectors_are_one_phrase():
+    assert words("chat-send v2.1 my_var") == [("chat send",), ("v2 1",), ("my var",)]
+
+
+def test_cjk_runs_become_substring_atoms():
+    (term,) = parse_query("桂林").terms
+    assert term.cjk and term.atoms[0].text == "桂林"
+
+
+def test_nothing_searchable_gives_an_empty_query():
+    for text in ("", "   ", "🙂", "NOT", "NOT friday", None):
+        assert parse_query(text).empty
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_any_text_renders_a_query_fts5_accepts(text):
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(body, prev, prev2, tokenize='porter unicode61 remove_diacritics 2')")
+    db.execute("INSERT INTO t VALUES ('hello world', '', '')")
+    match = fts5_match(parse_query(text), "body", "{body prev prev2}")
+    if match is not None:
+        db.execute("SELECT rowid FROM t WHERE t MATCH ?", (match,)).fetchall()
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_any_text_renders_only_quoted_letters_and_digits_for_tsquery(text):
+    rendered = tsquery_match(parse_query(text)) or ""
+    outside_quotes = rendered.split("'")[::2]
+    assert all(set(part) <= set(" ()|&!:*AB") for part in outside_quotes)
