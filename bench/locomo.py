@@ -1,6 +1,6 @@
 """LoCoMo retrieval: recall@5/10/20 of `search_messages` with each question exactly as asked.
 
-    python -m bench.locomo [--postgres] [--data PATH]
+    python -m bench.locomo [--postgres] [--hybrid] [--data PATH]
 
 Each conversation becomes one user; each LoCoMo session one session whose messages read
 "<speaker>: <text>", dated by the session's date. A question is found at k when any of its evidence
@@ -24,8 +24,9 @@ from pathlib import Path
 
 from shared.db import Database
 from shared.migrate import upgrade
-from shared.stores import sessions, users
+from shared.stores import search_vectors, sessions, users
 from shared.stores.search import search_messages
+from shared.stores.search_vectors import embed_missing
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
 KS = (5, 10, 20)
@@ -64,18 +65,20 @@ def ingest(db: Database, sample: dict) -> tuple[str, dict[int, str]]:
     return user.id, dia_ids
 
 
-def evaluate(db: Database, samples: list[dict]) -> tuple[dict[int, Counter], float]:
-    """Found-at-k counts per category, and the mean search time in ms."""
+def evaluate(db: Database, samples: list[dict], hybrid: bool = False) -> tuple[dict[int, Counter], float]:
+    """Found-at-k counts per category, and the mean search time in ms (hybrid: after embedding)."""
     found: dict[int, Counter] = defaultdict(Counter)
     timings: list[float] = []
     for sample in samples:
         user_id, dia_ids = ingest(db, sample)
+        if hybrid:
+            embed_missing(db, user_id)
         for qa in sample["qa"]:
             evidence = set(qa.get("evidence") or [])
             if not evidence:
                 continue
             start = time.perf_counter()
-            hits = search_messages(db, user_id, qa["question"], limit=max(KS))
+            hits = search_messages(db, user_id, qa["question"], limit=max(KS), hybrid=hybrid)
             timings.append((time.perf_counter() - start) * 1000)
             ranked = [dia_ids.get(h.message_id) for h in hits]
             counts = found[qa["category"]]
@@ -86,6 +89,7 @@ def evaluate(db: Database, samples: list[dict]) -> tuple[dict[int, Counter], flo
 
 
 def report(found: dict[int, Counter], backend: str, mean_ms: float) -> None:
+    """One row per category, the overall figure, and its ratio to the target."""
     def row(label: str, c: Counter) -> str:
         recalls = "  ".join(f"{c[k] / max(1, c['n']):.3f}" for k in KS)
         return f"{label:<22} {c['n']:>5}  {recalls}"
@@ -125,18 +129,23 @@ def database(postgres: bool) -> tuple[Database, callable]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres", action="store_true", help="run on the local Postgres server")
+    parser.add_argument("--hybrid", action="store_true", help="fuse embeddings in (needs the hybrid extra)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="path of locomo-dev.json")
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"LoCoMo data not found at {args.data}", file=sys.stderr)
         return 2
+    if args.hybrid and not search_vectors.available():
+        print("--hybrid needs the hybrid extra: see requirements-hybrid.txt", file=sys.stderr)
+        return 2
     samples = json.loads(args.data.read_text())
     db, close = database(args.postgres)
     try:
-        found, mean_ms = evaluate(db, samples)
+        found, mean_ms = evaluate(db, samples, args.hybrid)
     finally:
         close()
-    report(found, "Postgres" if args.postgres else "SQLite", mean_ms)
+    label = ("Postgres" if args.postgres else "SQLite") + (", hybrid" if args.hybrid else "")
+    report(found, label, mean_ms)
     return 0
 
 

@@ -51,6 +51,21 @@ class Settings(BaseSettings):
     broker_key_prefix: str = Field("", alias="BROKER_KEY_PREFIX")
     log_level: str = Field("INFO", alias="LOG_LEVEL")
     log_format: str = Field("json", alias="LOG_FORMAT")
+    search_hybrid: bool = Field(False, alias="SEARCH_HYBRID")
+    search_hybrid_weight: float = Field(1.0, ge=0, alias="SEARCH_HYBRID_WEIGHT")
+    memory_review_interval: int = Field(10, ge=0, alias="MEMORY_REVIEW_INTERVAL")
+    skill_review_interval: int = Field(10, ge=0, alias="SKILL_REVIEW_INTERVAL")
+    review_max_iterations: int = Field(8, ge=1, alias="REVIEW_MAX_ITERATIONS")
+    review_lease_seconds: float = Field(60.0, gt=0, alias="REVIEW_LEASE_SECONDS")
+    curator_enabled: bool = Field(True, alias="CURATOR_ENABLED")
+    curator_check_seconds: float = Field(3600.0, gt=0, alias="CURATOR_CHECK_SECONDS")
+    curator_interval_hours: float = Field(168.0, gt=0, alias="CURATOR_INTERVAL_HOURS")
+    curator_min_idle_hours: float = Field(2.0, ge=0, alias="CURATOR_MIN_IDLE_HOURS")
+    curator_stale_after_days: float = Field(14.0, gt=0, alias="CURATOR_STALE_AFTER_DAYS")
+    curator_archive_after_days: float = Field(30.0, gt=0, alias="CURATOR_ARCHIVE_AFTER_DAYS")
+    curator_backups_keep: int = Field(5, ge=1, alias="CURATOR_BACKUPS_KEEP")
+    expiry_sweep_seconds: float = Field(3600.0, gt=0, alias="EXPIRY_SWEEP_SECONDS")
+    stream_sweep_scan_limit: int = Field(10_000, ge=10, alias="STREAM_SWEEP_SCAN_LIMIT")
     memory_provider: str = Field("recall", alias="MEMORY_PROVIDER")
     memory_provider_modules: str = Field("", alias="MEMORY_PROVIDER_MODULES")
     provider_prefetch_timeout_seconds: float = Field(8.0, gt=0, alias="PROVIDER_PREFETCH_TIMEOUT_SECONDS")
@@ -79,6 +94,14 @@ class Settings(BaseSettings):
         value = value.strip().lower()
         if value not in {"manual", "smart", "off"}:
             raise ValueError("APPROVAL_MODE must be manual, smart or off")
+        return value
+
+    @field_validator("curator_archive_after_days")
+    @classmethod
+    def _archive_after_stale(cls, value: float, info) -> float:
+        stale = info.data.get("curator_stale_after_days")
+        if stale is not None and value < stale:
+            raise ValueError("CURATOR_ARCHIVE_AFTER_DAYS must not be less than CURATOR_STALE_AFTER_DAYS")
         return value
 
     @property

@@ -18,6 +18,8 @@ from services.api.routes import admin, chat_completions, events, health, session
 from services.api.routes import memory as memory_routes
 from services.api.routes import skills as skills_routes
 from services.api.routes import search as search_routes
+from services.api.routes import reviews as review_routes
+from services.api.routes import curator as curator_routes
 from shared import heartbeats
 from shared.config import Settings, get_settings
 from shared.db import get_database
@@ -30,7 +32,7 @@ log = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 10.0
 ROUTERS = (health.router, users.router, sessions.router, turns.router, events.router,
            chat_completions.router, admin.router, memory_routes.router, skills_routes.router,
-           search_routes.router)
+           search_routes.router, review_routes.router, curator_routes.router)
 
 
 async def _announce_forever(settings: Settings) -> None:

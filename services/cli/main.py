@@ -11,7 +11,9 @@ from pydantic import ValidationError
 from services.cli import chat, importer, status, users
 from services.cli import memory as memory_cmd
 from services.cli import skills as skills_cmd
+from services.cli import curator as curator_cmd
 from services.cli import search as search_cmd
+from services.cli import reviews as reviews_cmd
 from services.cli.client import ApiClient, CliError, admin_key, base_url, user_key
 
 
@@ -53,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     chat_cmd.add_argument("--session", help="continue this session instead of starting a new one")
     memory_cmd.add_parser(commands, client)
     skills_cmd.add_parser(commands, client)
+    curator_cmd.add_parser(commands, client)
     search_cmd.add_parser(commands, client)
+    reviews_cmd.add_parser(commands, client)
     importer.add_parser(commands)
     return parser
 
@@ -77,6 +81,14 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.command == "search":
         with ApiClient(url, user_key(args.key)) as client:
             return search_cmd.run(client, args, sys.stdout)
+    if args.command == "curator" and args.action == "run":
+        return curator_cmd.run_local(args, sys.stdout)
+    if args.command == "curator":
+        with ApiClient(url, user_key(args.key)) as client:
+            return curator_cmd.run_api(client, args, sys.stdout)
+    if args.command == "reviews":
+        with ApiClient(url, user_key(args.key)) as client:
+            return reviews_cmd.run(client, args, sys.stdout)
     if args.command == "chat":
         with ApiClient(url, user_key(args.key)) as client:
             return chat.chat(client, sys.stdin, sys.stdout, session_id=args.session)

@@ -1,7 +1,14 @@
-"""Curator tasks: the beat's sweep that re-sends turns a lost enqueue or a dead worker left behind.
+"""Curator tasks: the beat's periodic work, each task thin and idempotent.
+
+- sweep_turns: re-send turns and reviews a lost enqueue or a dead worker left behind;
+- check_curation (hourly): one curate_skills per user whose curation pass is due;
+- curate_skills: that user's pass (stale / archived skills, backup, ledger), if still due;
+- sweep_expired: expire staged memory writes and orphaned turn event streams.
 
 `celery -A services.curator.tasks worker -B -Q curator` runs the beat (its schedule comes from
-shared.queue.schedule through the app config) and the worker that executes these tasks.
+shared.queue.schedule through the app config) and the worker that executes these tasks. Curation and
+staged-write expiry read shared.clock, so HSTACK_CLOCK_OFFSET_SECONDS moves a curator process in time
+(event streams are aged in Redis's own time, like their TTLs).
 """
 
 from __future__ import annotations
@@ -14,15 +21,16 @@ from typing import Callable
 from celery import signals
 from pydantic import BaseModel
 
-from shared import heartbeats
+from services.curator import curate, expiry
+from shared import clock, heartbeats
 from shared.config import Settings, get_settings
 from shared.db import get_database
 from shared.logs import setup_logging
 from shared.queue.app import enqueue, get_celery
-from shared.queue.names import RUN_TURN, SWEEP_TURNS
-from shared.queue.payloads import RunTurn
+from shared.queue.names import CHECK_CURATION, CURATE_SKILLS, REVIEW_SESSION, RUN_TURN, SWEEP_EXPIRED, SWEEP_TURNS
+from shared.queue.payloads import ReviewSession, RunTurn
 from shared.redis import get_redis
-from shared.stores import turns
+from shared.stores import reviews, turns
 
 log = logging.getLogger(__name__)
 app = get_celery()
@@ -32,7 +40,7 @@ ANNOUNCE_TTL_SECONDS = 30
 
 
 def sweep(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) -> int:
-    """Re-send RUN_TURN once per session holding a stuck turn; returns how many sessions were re-sent."""
+    """Re-send RUN_TURN once per session holding a stuck turn, and reviews left behind; returns how many were sent."""
     db = get_database(settings.sqlalchemy_url)
     stuck = turns.turns_to_resend(
         db, requeue_after=settings.turn_requeue_after_seconds, lease_seconds=settings.turn_lease_seconds
@@ -44,7 +52,12 @@ def sweep(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) 
         send(RUN_TURN, RunTurn(turn_id=turn_id, session_id=session_id))
     level = logging.INFO if stuck else logging.DEBUG
     log.log(level, "sweep re-sent %d stuck turn(s) in %d session(s)", len(stuck), len(first_per_session))
-    return len(first_per_session)
+    left = reviews.reviews_to_resend(db, settings.review_lease_seconds)
+    for review in left:
+        send(REVIEW_SESSION, ReviewSession(session_id=review.session_id, review_id=review.id))
+    if left:
+        log.info("sweep re-sent %d review(s) nobody picked up", len(left))
+    return len(first_per_session) + len(left)
 
 
 @app.task(name=SWEEP_TURNS)
@@ -54,6 +67,29 @@ def sweep_turns() -> int:
     count = sweep(settings)
     heartbeats.announce(get_redis(settings), service_name(), ttl_seconds=ANNOUNCE_TTL_SECONDS)
     return count
+
+
+@app.task(name=CHECK_CURATION)
+def check_curation() -> int:
+    """Beat entry: send a pass for every user whose pass is due; returns how many."""
+    return curate.check(get_settings(), clock.utcnow())
+
+
+@app.task(name=CURATE_SKILLS)
+def curate_skills(user_id: str) -> str:
+    """One user's curation pass, if still due when it runs; returns its summary."""
+    return curate.curate_user(get_settings(), user_id, clock.utcnow()).summary
+
+
+@app.task(name=SWEEP_EXPIRED)
+def sweep_expired() -> dict:
+    """Beat entry: expire staged memory writes and orphaned turn event streams."""
+    settings = get_settings()
+    staged, streams = expiry.sweep(
+        get_database(settings.sqlalchemy_url), get_redis(settings), now=clock.utcnow(),
+        ttl_seconds=settings.event_stream_ttl_seconds, scan_limit=settings.stream_sweep_scan_limit,
+        cursor_key=f"{settings.broker_key_prefix}curator:streams-cursor")
+    return {"staged_expired": staged, "streams_expiring": streams.expiring, "streams_deleted": streams.deleted}
 
 
 def service_name() -> str:

@@ -1,4 +1,4 @@
-"""Celery tasks of the worker service (queue `turns`).
+"""Celery tasks of the worker service (queue `turns`) and the reviewer (queue `review`, same code).
 
 Run it with `celery -A services.worker.tasks worker -Q turns`; the thread pool and its size
 (WORKER_CONCURRENCY) are the defaults set here, and command-line flags override them.
@@ -14,9 +14,10 @@ from pydantic import ValidationError
 from shared.config import get_settings
 from shared.logs import setup_logging
 from shared.queue.app import get_celery
-from shared.queue.names import RUN_TURN
-from shared.queue.payloads import RunTurn
+from shared.queue.names import REVIEW_SESSION, RUN_TURN
+from shared.queue.payloads import ReviewSession, RunTurn
 from services.worker.agent.drain import drain_session
+from services.worker.review.drain import drain_reviews
 from services.worker.agent.outcome import TRANSIENT_ERRORS
 from services.worker.runtime import get_runtime, stop_runtime
 
@@ -39,6 +40,18 @@ def run_turn(self, **kwargs) -> int:
         log.error("run_turn dropped a malformed payload: %s", exc.errors(include_url=False))
         return 0
     return drain_session(get_runtime(), payload.session_id)
+
+
+@app.task(name=REVIEW_SESSION, bind=True, autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, retry_backoff_max=60,
+          retry_jitter=True, max_retries=MAX_RETRIES)
+def review_session(self, **kwargs) -> int:
+    """Run the due background reviews of the payload's session (queue `review`, service `reviewer`)."""
+    try:
+        payload = ReviewSession(**kwargs)
+    except ValidationError as exc:
+        log.error("review_session dropped a malformed payload: %s", exc.errors(include_url=False))
+        return 0
+    return drain_reviews(get_runtime(), payload.session_id)
 
 
 @signals.celeryd_init.connect

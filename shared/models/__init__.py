@@ -1,8 +1,11 @@
 """SQLModel tables and API schemas, one module per concept; importing this registers every table."""
 
 from shared.models.compactions import Compaction
+from shared.models.curator import CuratorRun, CuratorState, CuratorTransition
 from shared.models.imports import ImportRecord
 from shared.models.memory import MemorySnapshot, MemoryStagedWrite
+from shared.models.reviews import Review, ReviewCall, ReviewCounter
+from shared.models.search import MessageVector
 from shared.models.sessions import ChatSession, Message
 from shared.models.skills import SkillRecord
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus

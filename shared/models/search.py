@@ -1,13 +1,16 @@
-"""Message search: the API's hit schema, and the names of the index tables kept outside the models.
+"""Message search: stored embeddings (hybrid search), the API's hit schema, and the index tables
+kept outside the models.
 
-The index is FTS5 tables on SQLite and a tsvector table on Postgres (migration 0003 creates them,
-see its docstring); `include_name` keeps schema comparison and autogenerate from dropping them.
+The full-text index is FTS5 tables on SQLite and a tsvector table on Postgres (migration 0003
+creates them, see its docstring); `include_name` keeps schema comparison and autogenerate from
+dropping them.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from sqlalchemy import LargeBinary
 from sqlmodel import Field, SQLModel
 
 SEARCH_TABLES = frozenset({"messages_fts", "messages_cjk", "message_search"})
@@ -28,6 +31,16 @@ def include_name(name: str | None, type_: str, parent_names: dict) -> bool:
     if type_ == "table":
         return not is_search_index(name)
     return True
+
+
+class MessageVector(SQLModel, table=True):
+    """A message's sentence embedding (float32, unit length), written by hybrid search when first needed."""
+
+    __tablename__ = "message_vectors"
+
+    message_id: int = Field(foreign_key="messages.id", primary_key=True, ondelete="CASCADE")
+    model: str = Field(max_length=64)
+    vector: bytes = Field(sa_type=LargeBinary)
 
 
 class SearchHitPublic(SQLModel):

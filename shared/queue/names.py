@@ -3,6 +3,9 @@
 RUN_TURN = "run_turn"
 REVIEW_SESSION = "review_session"
 SWEEP_TURNS = "sweep_turns"
+CHECK_CURATION = "check_curation"
+CURATE_SKILLS = "curate_skills"
+SWEEP_EXPIRED = "sweep_expired"
 
 QUEUE_TURNS = "turns"
 QUEUE_REVIEW = "review"
@@ -13,4 +16,7 @@ ROUTES = {
     RUN_TURN: {"queue": QUEUE_TURNS},
     REVIEW_SESSION: {"queue": QUEUE_REVIEW},
     SWEEP_TURNS: {"queue": QUEUE_CURATOR},
+    CHECK_CURATION: {"queue": QUEUE_CURATOR},
+    CURATE_SKILLS: {"queue": QUEUE_CURATOR},
+    SWEEP_EXPIRED: {"queue": QUEUE_CURATOR},
 }

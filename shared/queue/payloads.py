@@ -14,7 +14,36 @@ class RunTurn(BaseModel):
     session_id: str
 
 
+class ReviewSession(BaseModel):
+    """Run the session's due background reviews, one at a time, starting with this one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+    review_id: str
+
+
 class SweepTurns(BaseModel):
-    """Re-send stuck turns and trim expired streams."""
+    """Re-send stuck turns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class CheckCuration(BaseModel):
+    """Find the users whose curation pass is due and send one CurateSkills each."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class CurateSkills(BaseModel):
+    """Run one user's curation pass if it is still due."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str
+
+
+class SweepExpired(BaseModel):
+    """Expire staged memory writes and give orphaned turn event streams their expiry."""
 
     model_config = ConfigDict(extra="forbid")

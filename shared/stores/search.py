@@ -11,6 +11,8 @@ call it. Scores are comparable within one call only. Ranking, in three steps:
 A query of required terms only (quoted phrases, AND) lists its matches newest first. On SQLite a
 query matching more rows than the backend's budget ranks its rarest terms and adds its newest
 matches unranked (score 0), so one search never costs time in proportion to the whole history.
+Hybrid search (SEARCH_HYBRID, an install extra) adds the 50 messages closest to the query by
+sentence embedding and ranks by keyword score (scaled to the best) + weight x cosine similarity.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
+from shared.config import get_settings
 from shared.db import Database
 from shared.models.sessions import ChatSession, Message
-from shared.stores import search_postgres, search_sqlite
+from shared.stores import search_postgres, search_sqlite, search_vectors
 from shared.stores.search_query import ParsedQuery, parse_query
 from shared.stores.search_scope import Candidate, Scope
 
@@ -37,6 +40,7 @@ SEARCHABLE_ROLES = ("user", "assistant")
 MAX_LIMIT = 100
 MIN_POOL = 100  # candidates ranked by BM25 before followers add their share
 MIN_FEW = 20  # newest matches taken when a query is not ranked (required terms only, or too broad)
+DENSE_POOL = 50  # most similar messages added to the candidates when hybrid search is on
 NEXT_SHARES = (0.3, 0.1)  # measured on LoCoMo: the reply and the one after it vouch for a message
 
 
@@ -63,10 +67,12 @@ def search_messages(
     exclude_session_id: str | None = None,
     role: str | Sequence[str] | None = None,
     sort: str = "rank",
+    hybrid: bool | None = None,
 ) -> list[SearchHit]:
     """The user's messages best matching `query` (any text; never a syntax error), best first.
 
-    `sort` "newest"/"oldest" orders the best `limit` hits by time instead of score.
+    `sort` "newest"/"oldest" orders the best `limit` hits by time instead of score. `hybrid`
+    (default: SEARCH_HYBRID) fuses embedding similarity into the ranking when the extra is installed.
     """
     parsed = parse_query(query)
     roles = _roles(role)
@@ -75,9 +81,10 @@ def search_messages(
     limit = max(1, min(int(limit), MAX_LIMIT))
     scope = Scope(user_id, session_id, exclude_session_id, roles)
     backend = search_sqlite if db.is_sqlite else search_postgres
+    semantic = _semantic(db, scope, query or "", hybrid)
     try:
         with db.read() as s:
-            hits = _rank(s, backend, parsed, scope, limit)
+            hits = _rank(s, backend, parsed, scope, limit, semantic)
     except DBAPIError as exc:
         if not backend.is_query_error(exc):
             raise
@@ -99,19 +106,34 @@ def _roles(role: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(r for r in SEARCHABLE_ROLES if r in wanted) if wanted else SEARCHABLE_ROLES
 
 
-def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int) -> list[SearchHit]:
+def _semantic(db: Database, scope: Scope, query: str, hybrid: bool | None) -> dict[int, float] | None:
+    """Embedding similarities of the scope's messages to the query, when hybrid search is on and installed."""
+    if not (get_settings().search_hybrid if hybrid is None else hybrid):
+        return None
+    if not search_vectors.available():
+        log.warning("SEARCH_HYBRID is on but the hybrid extra is not installed; searching by keywords only")
+        return None
+    return search_vectors.similarities(db, scope, query)
+
+
+def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
+          semantic: dict[int, float] | None) -> list[SearchHit]:
     pool = backend.candidates(s, parsed, scope, max(MIN_POOL, limit * 5), max(MIN_FEW, limit * 2))
-    rows = _messages(s, [c.message_id for c in pool], scope)
+    similar = sorted(semantic or {}, key=lambda i: -semantic[i])[:DENSE_POOL]
+    close = set(similar)
+    rows = _messages(s, [c.message_id for c in pool] + similar, scope)
     ids = list(rows)
     holding = backend.holders(s, parsed.terms + parsed.excluded, rows)
     presence, excluded = holding[: len(parsed.terms)], set().union(*holding[len(parsed.terms):])
     held = {i: [i in holders for holders in presence] for i in ids}
     totals = _with_followers(pool, {i for i, found in held.items() if any(found)})
+    if semantic is not None:
+        totals = _fused(totals, semantic, similar)
     rarity = [math.log(1 + (len(ids) - len(h) + 0.5) / (len(h) + 0.5)) for h in presence]
     hits: list[tuple[SearchHit, float]] = []
     for message_id, row in rows.items():
         found = held[message_id]
-        if not _acceptable(found, parsed, message_id in excluded):
+        if not _acceptable(found, parsed, message_id in excluded, message_id in close):
             continue
         hit = SearchHit(
             message_id=message_id,
@@ -119,7 +141,7 @@ def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int) ->
             role=row.role,
             content=row.content or "",
             created_at=row.created_at,
-            score=totals[message_id],
+            score=totals.get(message_id, 0.0),
             coverage=round(sum(found) / len(found), 4),
         )
         hits.append((hit, sum(w for w, ok in zip(rarity, found) if ok)))
@@ -129,11 +151,19 @@ def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int) ->
     return [hit for hit, _ in hits[:limit]]
 
 
-def _acceptable(found: list[bool], parsed: ParsedQuery, excluded: bool) -> bool:
-    """A hit holds at least one term itself (context only ranks), every required one, no excluded one."""
-    if excluded or not any(found):
+def _acceptable(found: list[bool], parsed: ParsedQuery, excluded: bool, similar: bool) -> bool:
+    """A hit holds at least one term itself (context only ranks; a close embedding will do), every
+    required one, and no excluded one."""
+    if excluded or not (any(found) or similar):
         return False
     return all(ok or not term.required for term, ok in zip(parsed.terms, found))
+
+
+def _fused(totals: dict[int, float], semantic: dict[int, float], similar: list[int]) -> dict[int, float]:
+    """Keyword score scaled to the best one, plus the weighted cosine similarity (measured on LoCoMo)."""
+    best = max(totals.values(), default=0.0) or 1.0
+    weight = get_settings().search_hybrid_weight
+    return {i: totals.get(i, 0.0) / best + weight * semantic.get(i, 0.0) for i in set(totals) | set(similar)}
 
 
 def _with_followers(pool: list[Candidate], speaking: set[int]) -> dict[int, float]:

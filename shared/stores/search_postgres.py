@@ -1,5 +1,8 @@
 """Postgres backend of message search: a tsvector per message (GIN), BM25 computed in SQL.
 
+The matches are found through the GIN index first (a materialized CTE), then scoped to the user:
+left to itself the planner may walk a heavy user's every message and test each document.
+
 The document holds the message (weight A) and the two messages before it (B, C); BM25 counts an
 occurrence as 1, 0.5 or 0.2 by weight, the way FTS5's column weights do on SQLite.
 """
@@ -13,31 +16,34 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 from shared.models.sessions import Message
+from shared.stores.search_budget import Backend, budgeted
 from shared.stores.search_query import ParsedQuery, Term, tsquery_match, tsquery_term
 from shared.stores.search_scope import Candidate, Scope
 
 SYNTAX_ERROR = "42601"
 K1, B = 1.2, 0.75
 SMALL_TABLE = 10_000  # below this many rows the planner's estimate may be stale: count them
+BUDGET = 3000  # matching documents ranked per query at most (see search_budget)
 
 _RANK = f"""
-WITH hits AS MATERIALIZED (
+WITH matched AS MATERIALIZED (
+    SELECT message_id, prev_id, prev2_id, doc_len, document FROM message_search
+    WHERE document @@ to_tsquery('english', :match)),
+hits AS MATERIALIZED (
     SELECT ms.message_id, ms.prev_id, ms.prev2_id, ms.doc_len, ms.document
-    FROM message_search AS ms
+    FROM matched AS ms
     JOIN messages AS m ON m.id = ms.message_id JOIN sessions AS s ON s.id = m.session_id
-    WHERE ms.document @@ to_tsquery('english', :match) AND {{where}}),
-terms AS (
-    SELECT DISTINCT lexeme, prefix FROM unnest(CAST(:lexemes AS text[]), CAST(:prefixes AS boolean[])) AS q(lexeme, prefix)),
+    WHERE {{where}}),
 tf AS (
-    SELECT h.message_id, t.lexeme,
+    SELECT h.message_id, d.lexeme,
            sum(CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN 0.5 WHEN 'C' THEN 0.2 ELSE 0 END) AS tf
     FROM hits AS h
     CROSS JOIN LATERAL unnest(h.document) AS d
-    JOIN terms AS t ON d.lexeme = t.lexeme OR (t.prefix AND starts_with(d.lexeme, t.lexeme))
     CROSS JOIN LATERAL unnest(d.weights) AS w
-    GROUP BY h.message_id, t.lexeme),
+    WHERE d.lexeme = ANY(CAST(:lexemes AS text[])){{prefixes}}
+    GROUP BY h.message_id, d.lexeme),
 df AS (SELECT lexeme, count(*) AS n FROM tf GROUP BY lexeme),
-stats AS (SELECT greatest(:total, count(*)) AS n, greatest(avg(doc_len), 1) AS avgdl FROM hits)
+stats AS MATERIALIZED (SELECT greatest(:total, count(*)) AS n, greatest(avg(doc_len), 1) AS avgdl FROM hits)
 SELECT h.message_id,
        sum(greatest(ln((stats.n - df.n + 0.5) / (df.n + 0.5)), 1e-6)
            * tf.tf * {K1 + 1} / (tf.tf + {K1} * (1 - {B} + {B} * h.doc_len / stats.avgdl))) AS score,
@@ -48,10 +54,13 @@ ORDER BY score DESC, h.message_id DESC
 LIMIT :pool
 """
 
+_PREFIXES = "\n       OR EXISTS (SELECT 1 FROM unnest(CAST(:prefixes AS text[])) AS p WHERE starts_with(d.lexeme, p))"
 _NEWEST = """
+WITH matched AS MATERIALIZED (
+    SELECT message_id, prev_id, prev2_id FROM message_search WHERE document @@ to_tsquery('english', :match))
 SELECT ms.message_id, ms.prev_id, ms.prev2_id
-FROM message_search AS ms JOIN messages AS m ON m.id = ms.message_id JOIN sessions AS s ON s.id = m.session_id
-WHERE ms.document @@ to_tsquery('english', :match) AND {where}
+FROM matched AS ms JOIN messages AS m ON m.id = ms.message_id JOIN sessions AS s ON s.id = m.session_id
+WHERE {where}
 ORDER BY ms.message_id DESC LIMIT :few
 """
 
@@ -62,42 +71,64 @@ def is_query_error(exc: DBAPIError) -> bool:
 
 
 def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -> list[Candidate]:
-    """The best `pool` messages by BM25 over every positive term; `few` newest for required terms only."""
-    match = tsquery_match(parsed)
-    if match is None:
-        return []
+    """The best `pool` messages by BM25, or `few` newest unranked, within the budget (see search_budget)."""
     where, params = scope.where()
-    if all(t.required for t in parsed.terms):
-        rows = s.execute(text(_NEWEST.format(where=where)), {**params, "match": match, "few": few})
-        return [Candidate(r[0], 0.0, r[1], r[2]) for r in rows]
+    found = budgeted(parsed, Backend(
+        count=lambda q: _count(s, tsquery_match(q)),
+        ranked=lambda q: _ranked(s, q, where, params, pool),
+        newest=lambda q, own: _newest(s, tsquery_match(q, body_only=own), where, params, few),
+        budget=BUDGET,
+    ))
+    return list(found.values())
+
+
+def _count(s: Session, match: str) -> int:
+    """How many documents match, counting no further than BUDGET."""
+    return s.execute(text(
+        "SELECT count(*) FROM (SELECT 1 FROM message_search WHERE document @@ to_tsquery('english', :match) "
+        "LIMIT :cap) AS m"
+    ), {"match": match, "cap": BUDGET}).scalar()
+
+
+def _ranked(s: Session, parsed: ParsedQuery, where: str, params: dict, pool: int) -> dict[int, Candidate]:
     lexemes, prefixes = _lexemes(s, parsed)
-    if not lexemes:
-        return []
-    rows = s.execute(text(_RANK.format(where=where)), {
-        **params, "match": match, "lexemes": lexemes, "prefixes": prefixes, "total": _total(s), "pool": pool,
+    if not lexemes and not prefixes:
+        return {}
+    sql = _RANK.format(where=where, prefixes=_PREFIXES if prefixes else "")
+    rows = s.execute(text(sql), {
+        **params, "match": tsquery_match(parsed), "lexemes": lexemes, "prefixes": prefixes,
+        "total": _total(s), "pool": pool,
     })
-    return [Candidate(r[0], float(r[1]), r[2], r[3]) for r in rows]
+    return {r[0]: Candidate(r[0], float(r[1]), r[2], r[3]) for r in rows}
 
 
-def _lexemes(s: Session, parsed: ParsedQuery) -> tuple[list[str], list[bool]]:
-    """The normalised lexemes of the query's words, as the index stores them, and which are prefixes."""
-    words, prefixes = [], []
+def _newest(s: Session, match: str, where: str, params: dict, few: int) -> dict[int, Candidate]:
+    rows = s.execute(text(_NEWEST.format(where=where)), {**params, "match": match, "few": few})
+    return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
+
+
+def _lexemes(s: Session, parsed: ParsedQuery) -> tuple[list[str], list[str]]:
+    """The normalised lexemes of the query's words as the index stores them: whole ones, and prefixes."""
+    words, prefixed = [], []
     for term in parsed.terms:
         for atom in term.atoms:
             for i, word in enumerate(atom.words):
                 words.append(word)
-                prefixes.append(atom.prefix and i == len(atom.words) - 1)
+                prefixed.append(atom.prefix and i == len(atom.words) - 1)
     rows = s.execute(text(
-        "SELECT d.lexeme, bool_or(w.prefix) FROM unnest(CAST(:words AS text[]), CAST(:prefixes AS boolean[])) "
+        "SELECT d.lexeme, bool_or(w.prefix) FROM unnest(CAST(:words AS text[]), CAST(:prefixed AS boolean[])) "
         "AS w(word, prefix) CROSS JOIN LATERAL unnest(to_tsvector('english', hstack_search_text(w.word))) AS d "
         "GROUP BY d.lexeme"
-    ), {"words": words, "prefixes": prefixes}).all()
-    return [r[0] for r in rows], [bool(r[1]) for r in rows]
+    ), {"words": words, "prefixed": prefixed}).all()
+    return [r[0] for r in rows if not r[1]], [r[0] for r in rows if r[1]]
 
 
 def _total(s: Session) -> int:
-    """How many messages are indexed: the planner's estimate, or a count while the table is small."""
-    estimate = s.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'message_search'")).scalar() or 0
+    """How many messages are indexed: the planner's and the statistics' estimates, or a count while small."""
+    estimate = s.execute(text(
+        "SELECT greatest(c.reltuples, coalesce(st.n_live_tup, 0)) FROM pg_class AS c "
+        "LEFT JOIN pg_stat_user_tables AS st ON st.relid = c.oid WHERE c.relname = 'message_search'"
+    )).scalar() or 0
     if estimate >= SMALL_TABLE:
         return int(estimate)
     return s.execute(text("SELECT count(*) FROM message_search")).scalar()

@@ -239,12 +239,13 @@ def tsquery_term(term: Term, weights: str = "") -> str:
     return parts[0] if len(parts) == 1 else "(" + " | ".join(parts) + ")"
 
 
-def tsquery_match(query: ParsedQuery) -> str | None:
-    """The to_tsquery text: required terms AND'ed (in the message itself), alternatives OR'ed."""
+def tsquery_match(query: ParsedQuery, *, body_only: bool = False) -> str | None:
+    """The to_tsquery text: required terms AND'ed (in the message itself), alternatives OR'ed
+    (anywhere in the document, or in the message itself when `body_only`)."""
     if query.empty:
         return None
     required = [tsquery_term(t, "A") for t in query.terms if t.required]
-    optional = [tsquery_term(t) for t in query.terms if not t.required]
+    optional = [tsquery_term(t, "A" if body_only else "") for t in query.terms if not t.required]
     expression = " & ".join(required) if required else " | ".join(optional)
     if query.excluded:
         expression = f"({expression}) & !({' | '.join(tsquery_term(t, 'A') for t in query.excluded)})"

@@ -12,6 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 from shared.models.sessions import Message
+from shared.stores.search_budget import Backend, Found, budgeted
 from shared.stores.search_query import ParsedQuery, Term, fts5_match, fts5_term
 from shared.stores.search_scope import Candidate, Scope
 
@@ -20,7 +21,7 @@ BODY = "body"
 ALL_COLUMNS = "{body prev prev2}"
 WEIGHTS = "1.0, 0.5, 0.2"  # the message, the one before it, the one before that (measured on LoCoMo)
 TRIGRAM_CHARS = 3
-BUDGET = 3000  # matching rows BM25 ranks per query at most (see _latin)
+BUDGET = 3000  # matching rows FTS5 ranks per query at most (see search_budget)
 _FROM = "JOIN messages AS m ON m.id = {t}.rowid JOIN sessions AS s ON s.id = m.session_id"
 
 
@@ -45,38 +46,15 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
     return list(found.values())
 
 
-def _latin(s: Session, parsed: ParsedQuery, where: str, params: dict, pool: int, few: int) -> dict[int, Candidate]:
-    """BM25 over every match, within a budget of rows; a query of required terms only lists newest first.
-
-    FTS5 scores every matching row and counts each phrase's rows for its IDF, so past BUDGET
-    matching rows the rarest terms (up to BUDGET rows together) are ranked, and the newest matches
-    of the whole query are added unranked (score 0).
-    """
-    match = fts5_match(parsed, BODY, ALL_COLUMNS)
-    terms = [t for t in parsed.terms if not t.cjk]
-    if all(t.required for t in terms):
-        return _newest(s, match, where, params, few)
-    if _count(s, match) < BUDGET:
-        return _ranked(s, match, where, params, pool)
-    found: dict[int, Candidate] = {}
-    rare = _rarest(s, terms)
-    if rare:
-        found = _ranked(s, fts5_match(ParsedQuery(rare), BODY, ALL_COLUMNS), where, params, pool)
-    for message_id, candidate in _newest(s, match, where, params, few).items():
-        found.setdefault(message_id, candidate)
-    return found
-
-
-def _rarest(s: Session, terms: list[Term]) -> tuple[Term, ...]:
-    """The rarest terms, as optional ones, whose rows together stay within BUDGET."""
-    counted = sorted((_count(s, f"{ALL_COLUMNS} : {fts5_term(t)}"), i) for i, t in enumerate(terms))
-    chosen, rows = [], 0
-    for count, i in counted:
-        if rows + count >= BUDGET:
-            break
-        chosen.append(Term(terms[i].atoms))
-        rows += count
-    return tuple(chosen)
+def _latin(s: Session, parsed: ParsedQuery, where: str, params: dict, pool: int, few: int) -> Found:
+    """The non-CJK terms' candidates, within the ranking budget (see search_budget)."""
+    latin = ParsedQuery(tuple(t for t in parsed.terms if not t.cjk), tuple(t for t in parsed.excluded if not t.cjk))
+    return budgeted(latin, Backend(
+        count=lambda q: _count(s, fts5_match(q, BODY, ALL_COLUMNS)),
+        ranked=lambda q: _ranked(s, fts5_match(q, BODY, ALL_COLUMNS), where, params, pool),
+        newest=lambda q, own: _newest(s, fts5_match(q, BODY, BODY if own else ALL_COLUMNS), where, params, few),
+        budget=BUDGET,
+    ))
 
 
 def _newest(s: Session, match: str, where: str, params: dict, limit: int) -> dict[int, Candidate]:

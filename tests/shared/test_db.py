@@ -53,3 +53,12 @@ def test_migrations_upgrade_a_blank_sqlite_database(tmp_data_dir):
     upgrade(url)  # a second run is a no-op
     with Database(url).read() as s:
         assert s.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def test_migrations_have_a_single_head(settings):
+    from alembic.script import ScriptDirectory
+
+    from shared.migrate import alembic_config
+
+    heads = ScriptDirectory.from_config(alembic_config(settings.sqlalchemy_url)).get_heads()
+    assert len(heads) == 1, f"merge the migration branches: heads {heads}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from shared.stores import sessions
+from shared.stores import search_postgres, search_sqlite, sessions
 from shared.stores.search import search_messages
 from tests.shared.test_search_query import HOSTILE
 from tests.support.factories import make_session, make_user
@@ -151,3 +151,16 @@ def test_bulk_inserted_messages_are_indexed_too(db, user):
     assert sessions.bulk_insert_messages(db, rows, batch=25) == 60
     assert len(search_messages(db, user.id, "walrus", limit=100)) == 60
     assert {h.session_id for h in search_messages(db, user.id, "walrus", session_id=second.id, limit=100)} == {second.id}
+
+
+def test_a_broad_query_ranks_its_rare_terms_and_fills_with_the_newest_matches(db, user, monkeypatch):
+    session = make_session(db, user.id)
+    sessions.append_messages(db, session.id, [{"role": "user", "content": f"coffee break number {i}"} for i in range(12)]
+                             + [{"role": "assistant", "content": "coffee with the narwhal"}]
+                             + [{"role": "user", "content": f"more coffee {i}"} for i in range(3)])
+    for backend in (search_sqlite, search_postgres):
+        monkeypatch.setattr(backend, "BUDGET", 5)  # every "coffee" query is now too broad to rank whole
+
+    assert found(db, user.id, "coffee narwhal")[0] == "coffee with the narwhal"
+    broad = search_messages(db, user.id, "coffee", limit=3)
+    assert [h.content for h in broad] == ["more coffee 2", "more coffee 1", "more coffee 0"]

@@ -6,3 +6,4 @@ One module per feature (memory, skills, search, providers, …); the worker runt
 from services.worker.features import memory  # noqa: F401  (memory snapshot, <memory-update> notes)
 from services.worker.features import skills  # noqa: F401  (the skill index in the system prompt)
 from services.worker.features import providers  # noqa: F401  (memory provider: recall, syncs, its tools)
+from services.worker.features import review  # noqa: F401  (counts turns, sends due background reviews)

@@ -4,6 +4,8 @@ Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-30 10:30:00
 
+Also `message_vectors`, the embeddings hybrid search stores (SEARCH_HYBRID; empty otherwise).
+
 Only user and assistant messages with text are indexed (tool results are bulky, noisy and stay
 readable through the transcript). Each indexed message also carries the text of the two indexed
 messages before it in its session (`prev`, `prev2`), so an answer is found by the words of the
@@ -11,6 +13,8 @@ question it answers. Triggers keep the index in the same transaction as every in
 delete, whichever code path writes the message. The objects are backend-specific and not in the
 models; `shared.models.search.include_name` keeps autogenerate from dropping them.
 """
+import sqlalchemy as sa
+import sqlmodel
 from alembic import op
 
 revision = "0003"
@@ -24,6 +28,14 @@ INDEXED = "{r}.role IN ('user', 'assistant') AND trim(coalesce({r}.content, ''))
 
 
 def upgrade() -> None:
+    op.create_table(
+        "message_vectors",
+        sa.Column("message_id", sa.Integer(), nullable=False),
+        sa.Column("model", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("vector", sa.LargeBinary(), nullable=False),
+        sa.ForeignKeyConstraint(["message_id"], ["messages.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("message_id"),
+    )
     if op.get_bind().dialect.name == "sqlite":
         _sqlite_upgrade()
     else:
@@ -31,6 +43,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table("message_vectors")
     if op.get_bind().dialect.name == "sqlite":
         for trigger in ("messages_search_insert", "messages_search_update", "messages_search_delete"):
             op.execute(f"DROP TRIGGER IF EXISTS {trigger}")

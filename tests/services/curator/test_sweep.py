@@ -5,10 +5,11 @@ from __future__ import annotations
 from services.curator.tasks import sweep
 from shared.models.turns import TurnStatus
 from shared.queue.app import enqueue
-from shared.queue.names import RUN_TURN, SWEEP_TURNS
+from shared.queue.names import REVIEW_SESSION, RUN_TURN, SWEEP_TURNS
 from shared.queue.payloads import RunTurn, SweepTurns
 from shared.stores import turns
 from tests.support.factories import make_session, make_user
+from tests.support.reviews import due_review
 from tests.support.waiting import wait_until
 from tests.support.worker import inprocess_worker
 
@@ -19,7 +20,7 @@ def recorder():
 
 
 def sent_for(sent, session_ids) -> list[tuple[str, str, str]]:
-    return sorted((name, p.session_id, p.turn_id) for name, p in sent if p.session_id in session_ids)
+    return sorted((name, p.session_id, p.turn_id) for name, p in sent if name == RUN_TURN and p.session_id in session_ids)
 
 
 def test_turns_queued_longer_than_the_threshold_are_resent_once_per_session(db, settings):
@@ -36,6 +37,19 @@ def test_turns_queued_longer_than_the_threshold_are_resent_once_per_session(db, 
     assert sent_for(sent, {first.id, second.id}) == sorted(
         [(RUN_TURN, first.id, a1.id), (RUN_TURN, second.id, b1.id)]
     )
+
+
+def test_a_review_nobody_picked_up_is_resent_once(db, settings):
+    user = make_user(db)
+    session = make_session(db, user.id)
+    review = due_review(db, user.id, session.id)
+    sent, send = recorder()
+
+    sweep(settings.model_copy(update={"review_lease_seconds": 0}), send)
+    sweep(settings.model_copy(update={"review_lease_seconds": 60}), send)
+
+    resent = [(p.session_id, p.review_id) for name, p in sent if name == REVIEW_SESSION and p.session_id == session.id]
+    assert resent == [(session.id, review.id)]
 
 
 def test_a_turn_queued_a_moment_ago_is_left_alone(db, settings):

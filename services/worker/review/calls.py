@@ -1,0 +1,109 @@
+"""A review's tools and their calls, each run at most once whatever happens to the worker running it.
+
+The review sees only memory, skills_list, skill_view and skill_manage: the parent's own tool
+objects, so their schemas are byte-identical to what the parent sent. Skill writes run as the
+writer "review" (only skills the agent created may change). Every call is written to the ledger
+before it runs; a call found written but unfinished after a takeover has an unknown effect, so it
+is answered as interrupted and never run again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from shared.llm import ToolCall
+from shared.models.reviews import CallOutcome, Review
+from shared.stores import reviews
+from services.worker.agent.toolcalls import ToolBatch
+from services.worker.runtime import Runtime
+from services.worker.tools.registry import ToolContext, ToolRegistry
+from services.worker.tools.skills import writing_as
+
+REVIEW_TOOLS = ("memory", "skills_list", "skill_view", "skill_manage")
+RESETS = {"memory": "memory", "skill_manage": "skill"}  # the counter a successful write resets
+WRITES = frozenset(RESETS)
+SKILLS_NEED_APPROVAL = (
+    "Skill changes from a background review are refused while MEMORY_WRITE_APPROVAL is on: skill writes "
+    "cannot be staged for approval yet. Nothing was written."
+)
+
+
+def review_tools(registry: ToolRegistry) -> ToolRegistry:
+    """The parent's review tools, in the parent's order."""
+    return ToolRegistry([tool for tool in registry if tool.name in REVIEW_TOOLS])
+
+
+def interrupted(name: str) -> str:
+    return json.dumps({"success": False, "error": (
+        f"Tool execution interrupted: the reviewer stopped while {name} was running, so its effect is unknown. "
+        "Check the current state before trying again.")})
+
+
+def outcome_of(name: str, content: str) -> CallOutcome:
+    """What a call's result says happened."""
+    try:
+        value = json.loads(content)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or "error" in value or value.get("success") is False:
+        return CallOutcome.refused
+    if name not in WRITES:
+        return CallOutcome.done
+    return CallOutcome.staged if value.get("staged") else CallOutcome.applied
+
+
+def pending_calls(own: list[dict[str, Any]]) -> list[tuple[int, ToolCall]]:
+    """(ledger index, call) of the latest assistant message's calls that have no result message yet."""
+    index, last = 0, None
+    for position, message in enumerate(own):
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            if last is not None:
+                index += len(own[last]["tool_calls"])
+            last = position
+    if last is None:
+        return []
+    answered = {m.get("tool_call_id") for m in own[last + 1:]}
+    calls = [(index + i, c) for i, c in enumerate(own[last]["tool_calls"])]
+    return [(i, ToolCall(c["id"], c["function"]["name"], c["function"]["arguments"]))
+            for i, c in calls if c["id"] not in answered]
+
+
+class ReviewCalls:
+    """Runs one review's tool calls through its ledger."""
+
+    def __init__(self, runtime: Runtime, review: Review, cancelled: Callable[[], bool]) -> None:
+        self.rt = runtime
+        self.review = review
+        self.tools = review_tools(runtime.tools)
+        self.cancelled = cancelled
+        self.ctx = ToolContext(user_id=review.user_id, session_id=review.session_id, turn_id=review.id,
+                               settings=runtime.settings, cancelled=cancelled)
+        self.started = {call.call_index for call in reviews.ledger(runtime.db, review.id)}
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return self.tools.schemas()
+
+    def run(self, pending: list[tuple[int, ToolCall]]) -> list[dict[str, Any]]:
+        """Answer each pending call, in order; returns the tool messages, each already recorded."""
+        return [self.answer(index, call) for index, call in pending]
+
+    def answer(self, index: int, call: ToolCall) -> dict[str, Any]:
+        if index in self.started:
+            content, outcome = interrupted(call.name), CallOutcome.interrupted
+        else:
+            reviews.start_call(self.rt.db, self.review.id, self.rt.worker_id, index, call.id, call.name,
+                               call.arguments)
+            content = self.execute(call)
+            outcome = outcome_of(call.name, content)
+        message = {"role": "tool", "tool_call_id": call.id, "content": content}
+        resets = RESETS.get(call.name) if outcome in (CallOutcome.applied, CallOutcome.staged) else None
+        reviews.finish_call(self.rt.db, self.review.id, self.rt.worker_id, index, outcome, content, message, resets)
+        return message
+
+    def execute(self, call: ToolCall) -> str:
+        """Run one call as the foreground agent would, except that skill writes are the review's."""
+        if call.name == "skill_manage" and self.rt.settings.memory_write_approval:
+            return json.dumps({"success": False, "error": SKILLS_NEED_APPROVAL})
+        with writing_as("review"):
+            return ToolBatch(self.tools, self.ctx, self.cancelled).run([call], lambda result: None)[0].content

@@ -1,0 +1,67 @@
+"""The curator's changes to skills: a state change or a move to `.archive/`, each with its ledger row,
+and the user's rollback of the last one.
+
+Passes and restores of one user are serialized by `curator_lock`; each move holds the skill's own
+lock, re-checks that it is still due (a use may have come in meanwhile) and writes its ledger row
+before the lock is released. Folders only move (with the skills store's helpers); nothing is ever deleted.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Callable, Iterator
+
+from shared.errors import Conflict
+from shared.models.curator import RunKind, RunPublic
+from shared.models.skills import SkillState
+from shared.stores import curator, skill_records
+from shared.stores.skill_files import move_dir, skill_lock
+from shared.stores.skills import Located, SkillStore
+
+LOCK_NAME = ".curator"  # never a skill's name: those start with a letter or digit
+ROLLBACK = {SkillState.stale, SkillState.archived}
+
+
+@contextmanager
+def curator_lock(store: SkillStore) -> Iterator[None]:
+    """Hold the user's curator lock (across processes): one pass or restore at a time."""
+    with skill_lock(store.roots, LOCK_NAME):
+        yield
+
+
+def move(store: SkillStore, run_id: str, name: str, states: tuple[SkillState, SkillState], reason: str,
+         now: datetime, still_due: Callable[[Located], bool], *, moves: bool = True) -> bool:
+    """Apply one (from, to) transition if `still_due` agrees under the skill's lock, and record it.
+
+    `moves=False` records a change made elsewhere without touching the skill. False: no longer applies.
+    """
+    from_state, to_state = states
+    with skill_lock(store.roots, name):
+        skill = store.locate(name)
+        if skill is None or not still_due(skill):
+            return False
+        if moves and to_state is SkillState.archived:
+            store.archive_locked(skill)
+        elif moves:
+            if skill.state is SkillState.archived:
+                move_dir(skill.path, store.roots.active_dir(name))  # the curator never archives a bundled skill
+            skill_records.set_state(store.db, store.user_id, name, skill.origin.value, to_state)
+        with store.db.write() as s:
+            curator.add_transition(s, run_id, store.user_id, name, from_state.value, to_state.value, reason, now)
+        return True
+
+
+def restore(store: SkillStore, name: str, now: datetime) -> RunPublic:
+    """Undo the curator's last change to a skill: a stale or archived skill becomes active again."""
+    with curator_lock(store):
+        skill = store.get(name)
+        last = curator.last_change(store.db, store.user_id, name)
+        if last is None or SkillState(last.to_state) not in ROLLBACK or last.to_state != skill.state.value:
+            raise Conflict(f"The curator has no change to undo for {name!r} (it is {skill.state.value}); "
+                           "`hstack curator log` lists what it did.", code="nothing_to_restore")
+        run_id = curator.start_run(store.db, store.user_id, RunKind.restore, now)
+        move(store, run_id, name, (skill.state, SkillState.active), f"restored by the user: undoes {last.run_id}",
+             now, lambda found: found.state is skill.state)
+        curator.finish_run(store.db, run_id, now, f"restored {name}", pass_done=False)
+        return curator.run(store.db, run_id)

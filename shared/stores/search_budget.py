@@ -1,0 +1,54 @@
+"""How much ranking one search may do, the same on both backends.
+
+BM25 over every match costs time in proportion to the history: the backend scores each matching
+row and counts each term's rows for its IDF. So:
+- a query of required terms only (quoted phrases, AND) lists its newest matches, unranked;
+- a query matching fewer than `budget` rows is ranked whole;
+- a broader one ranks only its rarest terms (together under `budget` rows) and adds the newest
+  matches that hold a term themselves, unranked (score 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from shared.stores.search_query import ParsedQuery, Term
+from shared.stores.search_scope import Candidate
+
+Found = dict[int, Candidate]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A backend's primitives over a parsed query (its user scope already bound)."""
+
+    count: Callable[[ParsedQuery], int]  # matching rows, counting no further than the budget
+    ranked: Callable[[ParsedQuery], Found]  # the best candidates by BM25
+    newest: Callable[[ParsedQuery, bool], Found]  # the newest matches; True: holding a term themselves
+    budget: int
+
+
+def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
+    """Candidates for `parsed` within the backend's budget of ranked rows."""
+    if all(t.required for t in parsed.terms):
+        return backend.newest(parsed, False)
+    if backend.count(parsed) < backend.budget:
+        return backend.ranked(parsed)
+    rare = _rarest(parsed.terms, backend)
+    found = backend.ranked(ParsedQuery(rare)) if rare else {}
+    for message_id, candidate in backend.newest(parsed, True).items():
+        found.setdefault(message_id, candidate)
+    return found
+
+
+def _rarest(terms: tuple[Term, ...], backend: Backend) -> tuple[Term, ...]:
+    """The rarest terms, as optional ones, whose rows together stay under the budget."""
+    counted = sorted((backend.count(ParsedQuery((Term(t.atoms),))), i) for i, t in enumerate(terms))
+    chosen, rows = [], 0
+    for count, i in counted:
+        if rows + count >= backend.budget:
+            break
+        chosen.append(Term(terms[i].atoms))
+        rows += count
+    return tuple(chosen)

