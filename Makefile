@@ -32,6 +32,11 @@ test-postgres: $(STAMP)
 
 bench: $(STAMP)
 	@$(BIN)/python -m bench.turns
+	@$(BIN)/python -m bench.memory
+	@$(BIN)/python -m bench.scanner
+	@$(BIN)/python -m bench.recall
+	@$(BIN)/python -m bench.locomo
+	@$(BIN)/python -m bench.search
 
 clean:
 	rm -rf $(VENV) .pytest_cache
