@@ -11,4 +11,8 @@ from shared.models.skills import SkillRecord
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.models.users import ApiKey, User
 
-__all__ = ["ApiKey", "ChatSession", "Message", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User"]
+__all__ = [
+    "ApiKey", "ChatSession", "Compaction", "CuratorRun", "CuratorState", "CuratorTransition", "ImportRecord",
+    "MemorySnapshot", "MemoryStagedWrite", "Message", "MessageVector", "Review", "ReviewCall", "ReviewCounter",
+    "SkillRecord", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User",
+]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from shared.atomic import atomic_write
 from shared.errors import InvalidInput
 
 DELIMITER = "\n§\n"
@@ -82,27 +82,8 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace the file with `text`: temp file in the same directory, fsync, rename, mode 0600."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mem_", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename itself durable, so a crash cannot bring back the old file."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Replace the file with `text` durably, mode 0600."""
+    atomic_write(path, text)
 
 
 def backup(path: Path, raw: str) -> Path:

@@ -31,6 +31,7 @@ from shared.config import get_settings
 from shared.db import Database
 from shared.models.sessions import ChatSession, Message
 from shared.stores import search_postgres, search_sqlite, search_vectors
+from shared.stores.search_dates import Day, named_dates
 from shared.stores.search_query import ParsedQuery, parse_query
 from shared.stores.search_scope import Candidate, Scope
 
@@ -42,6 +43,9 @@ MIN_POOL = 100  # candidates ranked by BM25 before followers add their share
 MIN_FEW = 20  # newest matches taken when a query is not ranked (required terms only, or too broad)
 DENSE_POOL = 50  # most similar messages added to the candidates when hybrid search is on
 NEXT_SHARES = (0.3, 0.1)  # measured on LoCoMo: the reply and the one after it vouch for a message
+COVERAGE_BONUS = 0.0
+DATE_BONUS = 0.5
+DATED_POOL = 400
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ def search_messages(
     semantic = _semantic(db, scope, query or "", hybrid)
     try:
         with db.read() as s:
-            hits = _rank(s, backend, parsed, scope, limit, semantic)
+            hits = _rank(s, backend, parsed, scope, limit, semantic, named_dates(query or ""))
     except DBAPIError as exc:
         if not backend.is_query_error(exc):
             raise
@@ -117,8 +121,9 @@ def _semantic(db: Database, scope: Scope, query: str, hybrid: bool | None) -> di
 
 
 def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
-          semantic: dict[int, float] | None) -> list[SearchHit]:
-    pool = backend.candidates(s, parsed, scope, max(MIN_POOL, limit * 5), max(MIN_FEW, limit * 2))
+          semantic: dict[int, float] | None, dates: tuple[Day, ...] = ()) -> list[SearchHit]:
+    size = max(DATED_POOL if dates else MIN_POOL, limit * 5)
+    pool = backend.candidates(s, parsed, scope, size, max(MIN_FEW, limit * 2))
     similar = sorted(semantic or {}, key=lambda i: -semantic[i])[:DENSE_POOL]
     close = set(similar)
     rows = _messages(s, [c.message_id for c in pool] + similar, scope)
@@ -141,7 +146,8 @@ def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
             role=row.role,
             content=row.content or "",
             created_at=row.created_at,
-            score=totals.get(message_id, 0.0),
+            score=totals.get(message_id, 0.0) * (1 + COVERAGE_BONUS * max(0, sum(found) - 1))
+            * (1 + DATE_BONUS * any(d.holds(row.created_at) for d in dates)),
             coverage=round(sum(found) / len(found), 4),
         )
         hits.append((hit, sum(w for w, ok in zip(rarity, found) if ok)))

@@ -48,5 +48,21 @@ IRREGULAR_FORMS = _forms()
 
 
 def word_forms(word: str) -> tuple[str, ...]:
-    """The word and its irregular verb forms ("went" -> go, gone, went); the word alone otherwise."""
-    return IRREGULAR_FORMS.get(word, (word,))
+    """The word and its irregular verb forms ("went" -> go, gone, went; "drawing" -> draw, drawing,
+    drawn, drew); the word alone otherwise."""
+    if word in IRREGULAR_FORMS:
+        return IRREGULAR_FORMS[word]
+    for base in _bases(word):
+        if base in IRREGULAR_FORMS:
+            return tuple(sorted({word, *IRREGULAR_FORMS[base]}))
+    return (word,)
+
+
+def _bases(word: str) -> list[str]:
+    """Base verbs a regular -ing or -s form may come from ("making" -> mak, make; "running" -> run)."""
+    if word.endswith("ing") and len(word) > 5:
+        stem = word[:-3]
+        return [stem, stem + "e"] + ([stem[:-1]] if stem[-1] == stem[-2] else [])
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return [word[:-1], word[:-2]] if word.endswith("es") else [word[:-1]]
+    return []

@@ -10,12 +10,12 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from shared.atomic import fsync_dir
 from shared.errors import Conflict, InvalidInput, NotFound
 from shared.security.paths import resolve_inside
 from shared.stores.skill_format import SKILL_FILE, SUPPORT_DIRS
@@ -76,30 +76,6 @@ def skill_lock(roots: SkillRoots, name: str) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Replace `path` with `text` so a reader sees the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
 def refuse_symlinks(skill_dir: Path, relative: str) -> None:
     """Refuse when the skill folder or any part of `relative` inside it is a symlink."""
     current = skill_dir
@@ -154,7 +130,7 @@ def remove_file(skill_dir: Path, target: Path) -> None:
     while parent != skill_dir and parent.is_relative_to(skill_dir) and not any(parent.iterdir()):
         parent.rmdir()
         parent = parent.parent
-    _fsync_dir(parent)
+    fsync_dir(parent)
 
 
 def move_dir(source: Path, destination: Path) -> None:
@@ -164,8 +140,8 @@ def move_dir(source: Path, destination: Path) -> None:
                        "folder; nothing was moved.", code="skill_exists")
     destination.parent.mkdir(parents=True, exist_ok=True)
     os.rename(source, destination)
-    _fsync_dir(destination.parent)
-    _fsync_dir(source.parent)
+    fsync_dir(destination.parent)
+    fsync_dir(source.parent)
 
 
 def discard_dir(path: Path) -> None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from shared.atomic import atomic_write
 from shared.errors import Conflict, Forbidden, HermesError, InvalidInput, NotFound
 from shared.models.skills import SkillOrigin, SkillState, SkillWriter
 from shared.stores import skill_records
 from shared.stores.skill_files import (
-    atomic_write,
     inside,
     read_text,
     remove_file,

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared.atomic import atomic_write
 from shared.config import Settings
 from shared.db import Database
 from shared.errors import Conflict, HermesError, InvalidInput, NotFound
@@ -28,7 +29,6 @@ from shared.security.skill_checks import check_skill_text
 from shared.stores import skill_records
 from shared.stores.skill_files import (
     SkillRoots,
-    atomic_write,
     discard_dir,
     inside,
     is_skill_dir,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from services.worker.tools.registry import Tool, ToolContext, register
+from shared.atomic import atomic_write
 from shared.errors import InvalidInput, NotFound
 from shared.security.paths import relative_name, resolve_inside
-from services.worker.tools.registry import Tool, ToolContext, register
 
 MAX_LINES_PER_READ = 2000
 MAX_LINE_CHARS = 2000
@@ -163,17 +163,7 @@ def write_file(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     if target.is_dir():
         raise InvalidInput(f"{args['path']} is a directory.")
     data = args["content"].encode("utf-8")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(target, data)
     return {"path": relative_name(root, target), "bytes_written": len(data)}
 
 

@@ -6,8 +6,6 @@ Create Date: 2026-11-30 09:25:46.061244
 """
 from alembic import op
 import sqlalchemy as sa
-import sqlmodel
-import shared.models.base
 
 
 revision = '0002'
