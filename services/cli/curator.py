@@ -12,6 +12,7 @@ import argparse
 from typing import TextIO
 
 from services.cli.client import ApiClient, CliError
+from services.cli.local import open_local_database
 
 ARROW = "→"
 
@@ -65,20 +66,11 @@ def show_log(body: dict, out: TextIO) -> int:
 def run_local(args: argparse.Namespace, out: TextIO) -> int:
     """A pass now (or a dry run) for one user or all; the stores load only now, so `--help` stays quick."""
     from shared import clock
-    from shared.config import load_settings
     from shared.curation.passes import plan, run_pass
-    from shared.db import get_database
     from shared.errors import NotFound
     from shared.stores import curator, users
-    from services.cli.run import StartupError, migrate
 
-    settings = load_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        migrate(settings)
-    except StartupError as exc:
-        raise CliError(str(exc)) from exc
-    db = get_database(settings.sqlalchemy_url)
+    settings, db = open_local_database()
     try:
         chosen = [users.find_user(db, args.user)] if args.user else \
             [u for u in users.list_users(db) if u.id in set(curator.users_with_agent_skills(db))]

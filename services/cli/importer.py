@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from services.cli.client import CliError
+from services.cli.local import open_local_database
 
 
 def add_parser(commands) -> None:
@@ -27,21 +28,12 @@ def add_parser(commands) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Migrate, find the user, then import; the stores load only now, so `hstack --help` stays quick."""
-    from shared.config import load_settings
-    from shared.db import get_database
     from shared.errors import NotFound
     from shared.stores import users
     from services.cli import hermes_home as hermes
     from services.cli.hermes_import import HermesImport
-    from services.cli.run import StartupError, migrate
 
-    settings = load_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        migrate(settings)
-    except StartupError as exc:
-        raise CliError(str(exc)) from exc
-    db = get_database(settings.sqlalchemy_url)
+    settings, db = open_local_database()
     try:
         user = users.find_user(db, args.user)
     except NotFound as exc:
