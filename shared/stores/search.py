@@ -7,7 +7,8 @@ call it. Scores are comparable within one call only. Ranking, in three steps:
 2. a candidate also gets a share of the scores of the two candidates after it that hold a term
    themselves (0.3 and 0.1) — a question is found by its answer's words;
 3. a hit must hold at least one term itself (context only ranks it), every required term and no
-   excluded one; coverage is measured on the message itself.
+   excluded one; coverage is measured on the message itself. Each term it holds beyond the first
+   adds 10% to its score, and a message sent on a date the query names doubles it.
 A query of required terms only (quoted phrases, AND) lists its matches newest first. On SQLite a
 query matching more rows than the backend's budget ranks its rarest terms and adds its newest
 matches unranked (score 0), so one search never costs time in proportion to the whole history.
@@ -39,13 +40,12 @@ log = logging.getLogger(__name__)
 
 SEARCHABLE_ROLES = ("user", "assistant")
 MAX_LIMIT = 100
-MIN_POOL = 100  # candidates ranked by BM25 before followers add their share
+MIN_POOL = 400  # candidates ranked by BM25 before followers, coverage and dates re-rank them
 MIN_FEW = 20  # newest matches taken when a query is not ranked (required terms only, or too broad)
 DENSE_POOL = 50  # most similar messages added to the candidates when hybrid search is on
 NEXT_SHARES = (0.3, 0.1)  # measured on LoCoMo: the reply and the one after it vouch for a message
-COVERAGE_BONUS = 0.0
-DATE_BONUS = 0.5
-DATED_POOL = 400
+COVERAGE_BONUS = 0.1  # per query term held beyond the first: a message naming more of the question wins ties
+DATE_BONUS = 1.0  # a message sent on a date the query names ("on 7 July, 2023", "in May 2023")
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,7 @@ def _semantic(db: Database, scope: Scope, query: str, hybrid: bool | None) -> di
 
 def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
           semantic: dict[int, float] | None, dates: tuple[Day, ...] = ()) -> list[SearchHit]:
-    size = max(DATED_POOL if dates else MIN_POOL, limit * 5)
-    pool = backend.candidates(s, parsed, scope, size, max(MIN_FEW, limit * 2))
+    pool = backend.candidates(s, parsed, scope, max(MIN_POOL, limit * 5), max(MIN_FEW, limit * 2))
     similar = sorted(semantic or {}, key=lambda i: -semantic[i])[:DENSE_POOL]
     close = set(similar)
     rows = _messages(s, [c.message_id for c in pool] + similar, scope)
@@ -146,8 +145,7 @@ def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
             role=row.role,
             content=row.content or "",
             created_at=row.created_at,
-            score=totals.get(message_id, 0.0) * (1 + COVERAGE_BONUS * max(0, sum(found) - 1))
-            * (1 + DATE_BONUS * any(d.holds(row.created_at) for d in dates)),
+            score=totals.get(message_id, 0.0) * _bonus(found, row.created_at, dates),
             coverage=round(sum(found) / len(found), 4),
         )
         hits.append((hit, sum(w for w, ok in zip(rarity, found) if ok)))
@@ -155,6 +153,12 @@ def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
     # the rarer terms a message holds decide.
     hits.sort(key=lambda pair: (pair[0].score, pair[1], pair[0].message_id), reverse=True)
     return [hit for hit, _ in hits[:limit]]
+
+
+def _bonus(found: list[bool], sent: datetime, dates: tuple[Day, ...]) -> float:
+    """The factor for holding several query terms, and for being sent on a date the query names."""
+    terms = 1 + COVERAGE_BONUS * max(0, sum(found) - 1)
+    return terms * (1 + DATE_BONUS * any(d.holds(sent) for d in dates))
 
 
 def _acceptable(found: list[bool], parsed: ParsedQuery, excluded: bool, similar: bool) -> bool:

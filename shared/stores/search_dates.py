@@ -23,6 +23,7 @@ class Day:
     year: int | None = None
 
     def holds(self, when: datetime) -> bool:
+        """Whether a message sent at `when` (UTC) falls on this date."""
         return (when.month == self.month and self.day in (None, when.day)
                 and self.year in (None, when.year))
 
@@ -35,7 +36,7 @@ def named_dates(text: str) -> tuple[Day, ...]:
         name = month_a or month_b
         day = day_before or day_after
         if not (day or year) and (name[0].islower() or name.lower() in _WORDS_TOO):
-            continue  # a bare "may" or "march" is a verb far more often than a month
+            continue  # a bare month must be capitalised, and a bare "May" or "March" is too often a verb
         month = MONTHS.index(name.lower()) + 1
         found.append(Day(month, int(day) if day else None, int(year) if year else None))
     return tuple(found)

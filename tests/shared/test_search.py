@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pytest
 from sqlalchemy import text
 
@@ -164,3 +166,19 @@ def test_a_broad_query_ranks_its_rare_terms_and_fills_with_the_newest_matches(db
     assert found(db, user.id, "coffee narwhal")[0] == "coffee with the narwhal"
     broad = search_messages(db, user.id, "coffee", limit=3)
     assert [h.content for h in broad] == ["more coffee 2", "more coffee 1", "more coffee 0"]
+
+
+def test_a_date_in_the_question_ranks_what_was_said_that_day_first(db, user):
+    session = make_session(db, user.id)
+    said = [("I baked a lemon cake for the party.", datetime(2023, 7, 7, tzinfo=timezone.utc)),
+            ("I baked a lemon cake again, with more sugar.", datetime(2023, 9, 1, tzinfo=timezone.utc))]
+    sessions.append_messages(db, session.id, [{"role": "user", "content": c, "created_at": t} for c, t in said])
+    assert found(db, user.id, "What did I bake on 7 July, 2023?")[0] == said[0][0]
+    assert found(db, user.id, "What did I bake in September 2023?")[0] == said[1][0]
+    assert found(db, user.id, "What did I bake on September 1?")[0] == said[1][0]
+
+
+def test_a_verb_form_finds_its_irregular_forms(db, user):
+    session = make_session(db, user.id)
+    sessions.append_messages(db, session.id, [{"role": "user", "content": "She drew a lighthouse at dusk."}])
+    assert found(db, user.id, "Who was drawing?") == ["She drew a lighthouse at dusk."]
