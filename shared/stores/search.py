@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 SEARCHABLE_ROLES = ("user", "assistant")
 MAX_LIMIT = 100
 MIN_POOL = 400  # candidates ranked by BM25 before followers, coverage and dates re-rank them
+SINGLE_TERM_POOL = 100  # one term: no coverage to reward, so a smaller pool ranks the same and costs less
 MIN_FEW = 20  # newest matches taken when a query is not ranked (required terms only, or too broad)
 DENSE_POOL = 50  # most similar messages added to the candidates when hybrid search is on
 NEXT_SHARES = (0.3, 0.1)  # measured on LoCoMo: the reply and the one after it vouch for a message
@@ -122,7 +123,8 @@ def _semantic(db: Database, scope: Scope, query: str, hybrid: bool | None) -> di
 
 def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
           semantic: dict[int, float] | None, dates: tuple[Day, ...] = ()) -> list[SearchHit]:
-    pool = backend.candidates(s, parsed, scope, max(MIN_POOL, limit * 5), max(MIN_FEW, limit * 2))
+    wanted = MIN_POOL if len(parsed.terms) > 1 or dates else SINGLE_TERM_POOL
+    pool = backend.candidates(s, parsed, scope, max(wanted, limit * 5), max(MIN_FEW, limit * 2))
     similar = sorted(semantic or {}, key=lambda i: -semantic[i])[:DENSE_POOL]
     close = set(similar)
     rows = _messages(s, [c.message_id for c in pool] + similar, scope)
