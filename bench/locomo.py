@@ -61,7 +61,7 @@ def ingest(db: Database, sample: dict) -> tuple[str, dict[int, str]]:
             {"role": "user", "content": f"{t['speaker']}: {t['text']}", "created_at": start + timedelta(seconds=i)}
             for i, t in enumerate(turns)
         ])
-        dia_ids.update({m.id: t["dia_id"] for m, t in zip(stored, turns)})
+        dia_ids.update({m.id: t['dia_id'] for m, t in zip(stored, turns)})
     return user.id, dia_ids
 
 
