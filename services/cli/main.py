@@ -103,16 +103,10 @@ def dispatch(args: argparse.Namespace) -> int:
 
 
 def migrate() -> int:
-    from services.cli.run import StartupError, make_url_safe
-    from services.cli.run import migrate as upgrade
-    from shared.config import load_settings
+    from services.cli.local import open_local_database
+    from services.cli.run import make_url_safe
 
-    settings = load_settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        upgrade(settings)
-    except StartupError as exc:
-        raise CliError(str(exc)) from exc
+    settings, _ = open_local_database()
     print(f"database {make_url_safe(settings.sqlalchemy_url)} is at the latest schema")
     return 0
 
