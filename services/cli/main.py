@@ -16,6 +16,15 @@ from services.cli import search as search_cmd
 from services.cli import reviews as reviews_cmd
 from services.cli.client import ApiClient, CliError, admin_key, base_url, user_key
 
+# Commands that act for one user through the api with that user's key: name -> run(client, args, out).
+USER_COMMANDS = {
+    "memory": memory_cmd.run,
+    "skills": skills_cmd.run,
+    "search": search_cmd.run,
+    "curator": curator_cmd.run_api,
+    "reviews": reviews_cmd.run,
+}
+
 
 def connection_options(suppress: bool) -> argparse.ArgumentParser:
     """--url and --admin-key, accepted before the command and after it."""
@@ -72,23 +81,11 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.command == "import":
         return importer.run(args, sys.stdout)
     url = args.url or base_url()
-    if args.command == "memory":
-        with ApiClient(url, user_key(args.key)) as client:
-            return memory_cmd.run(client, args, sys.stdout)
-    if args.command == "skills":
-        with ApiClient(url, user_key(args.key)) as client:
-            return skills_cmd.run(client, args, sys.stdout)
-    if args.command == "search":
-        with ApiClient(url, user_key(args.key)) as client:
-            return search_cmd.run(client, args, sys.stdout)
     if args.command == "curator" and args.action == "run":
         return curator_cmd.run_local(args, sys.stdout)
-    if args.command == "curator":
+    if args.command in USER_COMMANDS:
         with ApiClient(url, user_key(args.key)) as client:
-            return curator_cmd.run_api(client, args, sys.stdout)
-    if args.command == "reviews":
-        with ApiClient(url, user_key(args.key)) as client:
-            return reviews_cmd.run(client, args, sys.stdout)
+            return USER_COMMANDS[args.command](client, args, sys.stdout)
     if args.command == "chat":
         with ApiClient(url, user_key(args.key)) as client:
             return chat.chat(client, sys.stdin, sys.stdout, session_id=args.session)

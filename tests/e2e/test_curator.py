@@ -25,7 +25,7 @@ def test_a_curator_process_living_31_days_ahead_archives_an_unused_skill(setting
     stack = Stack(model_url="http://127.0.0.1:9/v1",  # the curator never calls the model
                   env_overrides={"CURATOR_CHECK_SECONDS": "0.5",
                                  "HSTACK_CLOCK_OFFSET_SECONDS": str(int(timedelta(days=31).total_seconds()))})
-    try:
+    with stack:
         db = get_database(stack.database_url)
         user = users.create_user(db, "curated")
         store = SkillStore(db, SkillRoots.for_user(stack.data_dir, settings.bundled_skills_dir, user.id), user.id)
@@ -44,8 +44,3 @@ def test_a_curator_process_living_31_days_ahead_archives_an_unused_skill(setting
         assert [(t.skill, t.to_state) for t in run.transitions] == [("old-notes", "archived")]
         assert run.started_at - clock.utcnow() > timedelta(days=30), "the process's clock was moved"
         assert len(curator_backups.backups(stack.data_dir, user.id)) == 1
-    except BaseException:
-        print(stack.logs())
-        raise
-    finally:
-        stack.stop()

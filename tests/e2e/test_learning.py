@@ -30,17 +30,12 @@ TOOL_ROUNDS = [
 @pytest.fixture(scope="module")
 def stack(fake_model):
     s = Stack(model_url=fake_model.base_url)
-    try:
+    with s:
         s.start_api()
         s.start_worker()
         s.start_worker("reviewer-1", queue="review")
         s.start_worker("reviewer-2", queue="review")
         yield s
-    except BaseException:
-        print(s.logs())
-        raise
-    finally:
-        s.stop()
 
 
 def completed_review(client, session_id: str, trigger: str) -> dict | None:

@@ -19,15 +19,10 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def stack(fake_model):
     s = Stack(model_url=fake_model.base_url)
-    try:
+    with s:
         s.start_api()
         s.start_worker()
         yield s
-    except BaseException:
-        print(s.logs())
-        raise
-    finally:
-        s.stop()
 
 
 def read_sse(client: httpx.Client, path: str, headers: dict | None = None) -> list[dict]:
@@ -122,7 +117,7 @@ def test_a_worker_killed_mid_turn_has_its_turn_finished_by_another_without_dupli
         hang,
         text("Finished after the crash."),
     )
-    try:
+    with stack:
         stack.start_api()
         doomed = stack.start_worker("worker-a")
         key = stack.create_user("e2e-crash")
@@ -138,11 +133,6 @@ def test_a_worker_killed_mid_turn_has_its_turn_finished_by_another_without_dupli
             stack.start_curator()
             done = wait_for_turn(c, turn["id"], timeout=60)
             messages = c.get(f"/v1/sessions/{sid}/messages").json()["data"]
-    except BaseException:
-        print(stack.logs())
-        raise
-    finally:
-        stack.stop()
 
     assert done["status"] == "completed" and done["output"] == "Finished after the crash."
     roles = [m["role"] for m in messages]
@@ -157,7 +147,7 @@ def test_turns_accepted_while_redis_restarts_are_not_lost(fake_model, model):
         own_redis=True,
         env_overrides={"TURN_REQUEUE_AFTER_SECONDS": "1", "SWEEP_INTERVAL_SECONDS": "0.5"},
     )
-    try:
+    with stack:
         stack.start_api()
         key = stack.create_user("e2e-redis")
         with stack.client(key) as c:
@@ -172,9 +162,4 @@ def test_turns_accepted_while_redis_restarts_are_not_lost(fake_model, model):
             stack.start_worker()
             stack.start_curator()
             finished = [wait_for_turn(c, t["id"], timeout=60) for t in before + [r.json() for r in during]]
-    except BaseException:
-        print(stack.logs())
-        raise
-    finally:
-        stack.stop()
     assert [t["status"] for t in finished] == ["completed"] * 10

@@ -185,6 +185,15 @@ class Stack:
     def logs(self) -> str:
         return "\n".join(f"----- {p.name} -----\n{p.log()[-4000:]}" for p in self.procs)
 
+    def __enter__(self) -> "Stack":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        """Stop everything; on a failure, print the services' logs first so the test report shows them."""
+        if exc_type is not None:
+            print(self.logs())
+        self.stop()
+
     def stop(self) -> None:
         for proc in reversed(self.procs):
             proc.stop()
