@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: run test test-sqlite test-postgres bench install migrate clean
 
@@ -13,6 +14,11 @@ $(STAMP): requirements.txt pyproject.toml
 	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
 	@touch $@
 
+# Test pins on top of the runtime ones; the Docker image never installs these.
+$(TEST_STAMP): $(STAMP) requirements-test.txt
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-test.txt
+	@touch $@
+
 install: $(STAMP)
 
 run: $(STAMP)
@@ -21,16 +27,16 @@ run: $(STAMP)
 migrate: $(STAMP)
 	@$(BIN)/hstack migrate
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	@$(BIN)/python -m tests.run_all
 
-test-sqlite: $(STAMP)
+test-sqlite: $(TEST_STAMP)
 	@$(BIN)/python -m pytest
 
-test-postgres: $(STAMP)
+test-postgres: $(TEST_STAMP)
 	@TEST_DATABASE=postgres $(BIN)/python -m pytest -m "not sqlite_only"
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.turns
 	@$(BIN)/python -m bench.memory
 	@$(BIN)/python -m bench.scanner
