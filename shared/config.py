@@ -135,8 +135,8 @@ class Settings(BaseSettings):
         key = self.admin_api_key.get_secret_value() if self.admin_api_key else ""
         if key.strip().lower() in PLACEHOLDER_SECRETS or len(key) < 16:
             raise RuntimeError("ADMIN_API_KEY is missing, a placeholder or shorter than 16 characters")
-        token = self.metrics_token.get_secret_value() if self.metrics_token else None
-        if token is not None and (token.strip().lower() in PLACEHOLDER_SECRETS or len(token) < 16):
+        token = self.metrics_token.get_secret_value() if self.metrics_token else ""
+        if token and (token.strip().lower() in PLACEHOLDER_SECRETS or len(token) < 16):
             raise RuntimeError("METRICS_TOKEN is a placeholder or shorter than 16 characters (unset it to scrape "
                                "with the admin key)")
 
