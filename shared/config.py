@@ -25,6 +25,7 @@ class Settings(BaseSettings):
     api_host: str = Field("127.0.0.1", alias="API_HOST")
     api_port: int = Field(8642, alias="API_PORT")
     admin_api_key: SecretStr | None = Field(None, alias="ADMIN_API_KEY")
+    metrics_token: SecretStr | None = Field(None, alias="METRICS_TOKEN")
 
     llm_base_url: str | None = Field(None, alias="LLM_BASE_URL")
     llm_api_key: SecretStr | None = Field(None, alias="LLM_API_KEY")
@@ -122,7 +123,7 @@ class Settings(BaseSettings):
     def secret_values(self) -> list[str]:
         """Values the log redactor must never print."""
         out = []
-        for value in (self.admin_api_key, self.llm_api_key):
+        for value in (self.admin_api_key, self.llm_api_key, self.metrics_token):
             if value is not None and len(value.get_secret_value()) >= 6:
                 out.append(value.get_secret_value())
         return out
@@ -134,6 +135,10 @@ class Settings(BaseSettings):
         key = self.admin_api_key.get_secret_value() if self.admin_api_key else ""
         if key.strip().lower() in PLACEHOLDER_SECRETS or len(key) < 16:
             raise RuntimeError("ADMIN_API_KEY is missing, a placeholder or shorter than 16 characters")
+        token = self.metrics_token.get_secret_value() if self.metrics_token else ""
+        if token and (token.strip().lower() in PLACEHOLDER_SECRETS or len(token) < 16):
+            raise RuntimeError("METRICS_TOKEN is a placeholder or shorter than 16 characters (unset it to scrape "
+                               "with the admin key)")
 
 
 def dotenv_path() -> Path:

@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
 from services.api.auth_cache import AuthCache
 from shared.config import Settings
@@ -47,6 +47,10 @@ async def get_async_redis(request: Request) -> aioredis.Redis:
     return request.app.state.redis
 
 
+async def get_auth_cache(request: Request) -> AuthCache:
+    return request.app.state.auth_cache
+
+
 async def get_enqueue(request: Request) -> Enqueue:
     """Read at call time so tests may replace `app.state.enqueue`."""
     return request.app.state.enqueue
@@ -57,34 +61,53 @@ DbDep = Annotated[Database, Depends(get_db)]
 RedisDep = Annotated[redis.Redis, Depends(get_sync_redis)]
 AsyncRedisDep = Annotated[aioredis.Redis, Depends(get_async_redis)]
 EnqueueDep = Annotated[Enqueue, Depends(get_enqueue)]
+AuthCacheDep = Annotated[AuthCache, Depends(get_auth_cache)]
 
 
-async def current_user(request: Request, db: DbDep, credentials: Credentials) -> User:
+async def current_user(cache: AuthCacheDep, db: DbDep, credentials: Credentials) -> User:
     """The user owning the bearer key; 401 unauthorized otherwise (a recent lookup is reused)."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("A valid API key is required: `Authorization: Bearer <key>`.")
-    cache: AuthCache = request.app.state.auth_cache
     digest = users.hash_key(credentials.credentials)
     user = cache.get(digest)
     if user is None:
+        generation = cache.generation
         user = await run_in_threadpool(users.authenticate, db, credentials.credentials)
         if user is None:
             raise Unauthorized("The API key is not valid.")
-        cache.put(digest, user)
+        cache.put(digest, user, generation)
     return user
+
+
+def _matches(presented: str, secret: SecretStr | None) -> bool:
+    expected = secret.get_secret_value() if secret else ""
+    return bool(expected) and secrets.compare_digest(presented.encode(), expected.encode())
+
+
+def _refuse(db: Database, presented: str, needed: str) -> None:
+    """A user's key is 403 forbidden, anything else 401."""
+    if users.authenticate(db, presented) is not None:
+        raise Forbidden(f"This route needs {needed}.")
+    raise Unauthorized("The API key is not valid.")
 
 
 def admin_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> None:
     """Pass only the admin key; a user's key is 403 forbidden, anything else 401."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("The admin API key is required: `Authorization: Bearer <key>`.")
-    expected = settings.admin_api_key.get_secret_value() if settings.admin_api_key else ""
-    if expected and secrets.compare_digest(credentials.credentials.encode(), expected.encode()):
-        return
-    if users.authenticate(db, credentials.credentials) is not None:
-        raise Forbidden("This route needs the admin API key.")
-    raise Unauthorized("The API key is not valid.")
+    if not _matches(credentials.credentials, settings.admin_api_key):
+        _refuse(db, credentials.credentials, "the admin API key")
+
+
+def metrics_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> None:
+    """Pass the admin key or METRICS_TOKEN (what Prometheus scrapes with); a user's key is 403, anything else 401."""
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized("The admin API key or METRICS_TOKEN is required: `Authorization: Bearer <token>`.")
+    presented = credentials.credentials
+    if not (_matches(presented, settings.admin_api_key) or _matches(presented, settings.metrics_token)):
+        _refuse(db, presented, "the admin API key or METRICS_TOKEN")
 
 
 CurrentUser = Annotated[User, Depends(current_user)]
 AdminKey = Annotated[None, Depends(admin_key)]
+MetricsKey = Annotated[None, Depends(metrics_key)]

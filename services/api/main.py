@@ -11,10 +11,12 @@ import redis
 import redis.asyncio as aioredis
 from fastapi import FastAPI
 
-from services.api.auth_cache import AuthCache
+from services.api.auth_cache import AuthCache, follow_revocations
 from services.api.body_limit import BodyLimit
 from services.api.errors import CatchAll, install_error_handlers
 from services.api.routes import admin, chat_completions, events, health, sessions, turns, users
+from services.api.routes import keys as key_routes
+from services.api.routes import metrics as metrics_routes
 from services.api.routes import memory as memory_routes
 from services.api.routes import skills as skills_routes
 from services.api.routes import search as search_routes
@@ -32,7 +34,8 @@ log = logging.getLogger(__name__)
 HEARTBEAT_SECONDS = 10.0
 ROUTERS = (health.router, users.router, sessions.router, turns.router, events.router,
            chat_completions.router, admin.router, memory_routes.router, skills_routes.router,
-           search_routes.router, review_routes.router, curator_routes.router)
+           search_routes.router, review_routes.router, curator_routes.router, key_routes.router,
+           metrics_routes.router)
 
 
 async def _announce_forever(settings: Settings) -> None:
@@ -61,9 +64,13 @@ async def lifespan(app: FastAPI):
     """Open the asyncio Redis client and the heartbeat for the life of the server."""
     app.state.redis = _async_redis(app.state.settings)
     beat = asyncio.create_task(_announce_forever(app.state.settings))
+    revocations = asyncio.create_task(follow_revocations(app.state.auth_cache, app.state.settings))
     try:
         yield
     finally:
+        revocations.cancel()
+        with suppress(asyncio.CancelledError):
+            await revocations
         beat.cancel()
         with suppress(asyncio.CancelledError):
             await beat

@@ -83,6 +83,9 @@ class ApiClient:
     def post(self, path: str, body: dict | None = None, *, headers: dict | None = None) -> Any:
         return self._call("POST", path, json=body if body is not None else {}, headers=headers)
 
+    def delete(self, path: str) -> Any:
+        return self._call("DELETE", path)
+
     def post_turn(self, session_id: str, text: str) -> dict:
         """Post a turn; a retry after a dropped connection reuses the Idempotency-Key, so it runs once."""
         headers = {"Idempotency-Key": uuid.uuid4().hex}

@@ -52,10 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("name")
     user_sub.add_parser("list", parents=client, help="list users")
 
-    key_sub = commands.add_parser("keys", help="issue API keys (admin)").add_subparsers(
+    key_sub = commands.add_parser("keys", help="issue, list and revoke API keys (admin)").add_subparsers(
         dest="action", required=True, metavar="ACTION")
     key_create = key_sub.add_parser("create", parents=client, help="issue another key for a user")
     key_create.add_argument("user", help="the user's id or name")
+    key_list = key_sub.add_parser("list", parents=client, help="a user's keys (ids and prefixes, never the keys)")
+    key_list.add_argument("user", help="the user's id or name")
+    key_revoke = key_sub.add_parser("revoke", parents=client, help="revoke a key at once, in every api process")
+    key_revoke.add_argument("key_id", help="the key's id (see `hstack keys list USER`)")
+    key_revoke.add_argument("--user", help="the owner's id or name (default: found by the key id)")
 
     commands.add_parser("status", parents=client, help="services, queue depths and recent turns (admin)")
 
@@ -96,7 +101,7 @@ def dispatch(args: argparse.Namespace) -> int:
             return users.create_user(client, args.name, sys.stdout)
         if args.command == "users":
             return users.list_users(client, sys.stdout)
-        return users.create_key(client, args.user, sys.stdout)
+        return users.run_keys(client, args, sys.stdout)
 
 
 def migrate() -> int:

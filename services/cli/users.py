@@ -1,7 +1,8 @@
-"""`hstack users create|list` and `hstack keys create`: admin operations over the api."""
+"""`hstack users create|list` and `hstack keys create|list|revoke`: admin operations over the api."""
 
 from __future__ import annotations
 
+import argparse
 from typing import TextIO
 
 from services.cli.client import ApiClient, CliError
@@ -52,3 +53,41 @@ def create_key(client: ApiClient, id_or_name: str, out: TextIO) -> int:
     issued = client.post(f"/v1/users/{user['id']}/keys")
     print_key(out, user, issued)
     return 0
+
+
+def _keys(client: ApiClient, user_id: str) -> list[dict]:
+    return client.get(f"/v1/users/{user_id}/keys")["data"]
+
+
+def list_keys(client: ApiClient, id_or_name: str, out: TextIO) -> int:
+    """A user's keys: id, the prefix it starts with, when issued, and whether revoked (never the key)."""
+    user = resolve_user(client, id_or_name)
+    for key in _keys(client, user["id"]):
+        state = f"revoked {key['revoked_at'][:19]}" if key.get("revoked_at") else "active"
+        out.write(f"{key['id']}  {key['prefix']}...  {key['created_at'][:19]}  {state}\n")
+    return 0
+
+
+def _owner(client: ApiClient, key_id: str) -> dict:
+    """The user holding a key, found through the users' key lists."""
+    for user in _users(client):
+        if any(key["id"] == key_id for key in _keys(client, user["id"])):
+            return user
+    raise CliError(f"No key {key_id!r} (see `hstack keys list USER`).")
+
+
+def revoke_key(client: ApiClient, key_id: str, id_or_name: str | None, out: TextIO) -> int:
+    """Revoke a key by id; every api process refuses it from the next request on."""
+    user = resolve_user(client, id_or_name) if id_or_name else _owner(client, key_id)
+    key = client.delete(f"/v1/users/{user['id']}/keys/{key_id}")
+    out.write(f"Revoked key {key['id']} ({key['prefix']}...) of {user['name']}: it no longer authenticates.\n")
+    return 0
+
+
+def run_keys(client: ApiClient, args: argparse.Namespace, out: TextIO) -> int:
+    """`hstack keys ACTION`."""
+    if args.action == "list":
+        return list_keys(client, args.user, out)
+    if args.action == "revoke":
+        return revoke_key(client, args.key_id, args.user, out)
+    return create_key(client, args.user, out)

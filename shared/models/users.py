@@ -46,3 +46,17 @@ class ApiKeyIssued(SQLModel):
     key: str
     prefix: str
     created_at: datetime
+
+
+class ApiKeyPublic(SQLModel):
+    """A key as listed: never the key or its digest, only the prefix it starts with."""
+
+    id: str
+    user_id: str
+    prefix: str
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class ApiKeyList(BaseModel):
+    data: list[ApiKeyPublic]

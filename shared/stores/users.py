@@ -7,6 +7,7 @@ import hashlib
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
+from shared.clock import utcnow
 from shared.db import Database
 from shared.errors import Conflict, NotFound
 from shared.ids import new_api_key, new_id
@@ -59,6 +60,28 @@ def create_key(db: Database, user_id: str) -> tuple[ApiKey, str]:
     with db.write() as s:
         s.add(key)
     return key, plaintext
+
+
+def list_keys(db: Database, user_id: str) -> list[ApiKey]:
+    """A user's keys, revoked ones included, oldest first."""
+    get_user(db, user_id)
+    with db.read() as s:
+        return list(s.exec(select(ApiKey).where(ApiKey.user_id == user_id).order_by(ApiKey.created_at, ApiKey.id)))
+
+
+def revoke_key(db: Database, user_id: str, key_id: str) -> ApiKey:
+    """Revoke one of a user's keys; the row stays as the audit trail. Revoking twice keeps the first time.
+
+    A key of another user answers 404, like a key that does not exist.
+    """
+    with db.write() as s:
+        key = s.get(ApiKey, key_id, with_for_update=True)
+        if key is None or key.user_id != user_id:
+            raise NotFound("No such key.")
+        if key.revoked_at is None:
+            key.revoked_at = utcnow()
+            s.add(key)
+    return key
 
 
 def authenticate(db: Database, plaintext: str) -> User | None:

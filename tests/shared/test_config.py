@@ -31,6 +31,15 @@ def test_production_refuses_a_missing_or_placeholder_admin_key(key):
         settings.check_secrets()
 
 
+@pytest.mark.parametrize("token", ["change-me", "short"])
+def test_production_refuses_a_placeholder_metrics_token(token):
+    """A METRICS_TOKEN opens /metrics, so it is held to the admin key's standard; empty means unset."""
+    strong = "a-strong-admin-key-0123456789"
+    assert load_settings(HSTACK_ENV="production", ADMIN_API_KEY=strong, METRICS_TOKEN="").check_secrets() is None
+    with pytest.raises(RuntimeError, match="METRICS_TOKEN"):
+        load_settings(HSTACK_ENV="production", ADMIN_API_KEY=strong, METRICS_TOKEN=token).check_secrets()
+
+
 def test_an_unknown_approval_mode_is_refused():
     with pytest.raises(ValueError):
         load_settings(APPROVAL_MODE="yolo")

@@ -1,4 +1,4 @@
-"""Liveness, readiness and Prometheus metrics; no auth."""
+"""Liveness and readiness; no auth (metrics are in routes/metrics.py, behind a key)."""
 
 from __future__ import annotations
 
@@ -6,19 +6,15 @@ import asyncio
 
 import anyio
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from services.api.deps import AsyncRedisDep, DbDep, RedisDep, SettingsDep
+from services.api.deps import AsyncRedisDep, DbDep
 from services.api.errors import error_response
 from services.api.schemas import ErrorBody, Health, Readiness
-from services.api.stack_status import services_up, turn_counts
-from shared.queue.app import queue_depths
-from shared import metrics
 from shared.db import Database
 
 CHECK_TIMEOUT_SECONDS = 2.0
-PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 router = APIRouter(tags=["health"])
 
@@ -55,23 +51,3 @@ async def readyz(db: DbDep, r: AsyncRedisDep) -> Readiness | JSONResponse:
         detail = ", ".join(f"{name} {checks[name]}" for name in failed)
         return error_response("/readyz", 503, "service_unavailable", f"Not ready: {detail}.")
     return Readiness(status="ready", checks=checks)
-
-
-@router.get("/metrics", response_class=PlainTextResponse, responses={200: {"content": {PROMETHEUS_TEXT: {}}}})
-def prometheus_metrics(db: DbDep, r: RedisDep, settings: SettingsDep) -> PlainTextResponse:
-    """Prometheus text format 0.0.4: Redis-held counters and histograms plus live gauges."""
-    gauges = {
-        "hstack_turns": (
-            "Turns by status.",
-            {f'status="{status}"': count for status, count in turn_counts(db).items()},
-        ),
-        "hstack_queue_depth": (
-            "Tasks waiting in each queue.",
-            {f'queue="{name}"': depth for name, depth in queue_depths(r, settings).items()},
-        ),
-        "hstack_services_up": (
-            "Live instances per service.",
-            {f'service="{name}"': count for name, count in services_up(r).items()},
-        ),
-    }
-    return PlainTextResponse(metrics.render(r, gauges), media_type=PROMETHEUS_TEXT)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from services.api.deps import AdminKey, DbDep
+from services.api.deps import AdminKey, AuthCacheDep, DbDep, RedisDep, SettingsDep
+from services.api.routes.keys import key_list, revoke
 from services.api.schemas import UserCreateBody, UserList, error_responses
-from shared.models.users import ApiKeyIssued, UserPublic
+from shared.models.users import ApiKeyIssued, ApiKeyList, ApiKeyPublic, UserPublic
 from shared.stores import users
 
 router = APIRouter(prefix="/v1/users", tags=["users"], responses=error_responses(401, 403))
@@ -30,3 +31,16 @@ def issue_key(user_id: str, db: DbDep, _admin: AdminKey) -> ApiKeyIssued:
     user = users.find_user(db, user_id)
     key, plaintext = users.create_key(db, user.id)
     return ApiKeyIssued(id=key.id, user_id=user.id, key=plaintext, prefix=key.prefix, created_at=key.created_at)
+
+
+@router.get("/{user_id}/keys", response_model=ApiKeyList, responses=error_responses(404))
+def list_keys(user_id: str, db: DbDep, _admin: AdminKey) -> ApiKeyList:
+    """A user's keys (by id or name), revoked ones included, oldest first; never the key itself."""
+    return key_list(users.list_keys(db, users.find_user(db, user_id).id))
+
+
+@router.delete("/{user_id}/keys/{key_id}", response_model=ApiKeyPublic, responses=error_responses(404))
+def revoke_key(user_id: str, key_id: str, db: DbDep, r: RedisDep, settings: SettingsDep, cache: AuthCacheDep,
+               _admin: AdminKey) -> ApiKeyPublic:
+    """Revoke a user's key: 401 from the next request in every api process; the row stays for the record."""
+    return revoke(db, r, settings, cache, users.find_user(db, user_id).id, key_id)
