@@ -27,6 +27,7 @@ from services.worker.tools.registry import Tool, ToolContext, ToolRegistry
 log = logging.getLogger(__name__)
 
 MAX_TOOL_WORKERS = 8
+MAX_FAILURE_CHARS = 300
 POLL_SECONDS = 0.1  # how often a waiting turn looks at its cancel flag
 CANCEL_GRACE_SECONDS = 0.3  # a cooperative tool that noticed the cancel may still answer in this time
 
@@ -188,10 +189,17 @@ class ToolBatch:
             return error_content(ctx.hide_paths(exc.message)), False
         except Exception as exc:
             log.exception("tool %s raised", p.call.name)
-            return error_content(ctx.hide_paths(f"Tool '{p.call.name}' failed: {exc}", foreign=True)), False
+            return error_content(ctx.hide_paths(_failure(p.call.name, exc), foreign=True)), False
         if isinstance(output, str):
             return output, True
         return json.dumps(output, ensure_ascii=False, default=str), True
+
+
+def _failure(name: str, exc: Exception) -> str:
+    """What the model hears of an unexpected exception: its first line, short (the log keeps the rest)."""
+    lines = str(exc).strip().splitlines()
+    detail = lines[0][:MAX_FAILURE_CHARS] if lines else type(exc).__name__
+    return f"Tool '{name}' failed: {detail}"
 
 
 def _cancelled_result(name: str) -> tuple[str, bool]:
