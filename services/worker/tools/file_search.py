@@ -78,8 +78,7 @@ class FileSearch:
         if is_binary(path):
             return
         if self.bytes + size > MAX_SEARCH_TOTAL_BYTES:
-            raise SearchStopped(f"[Stopped after reading {MAX_SEARCH_TOTAL_BYTES // (1024 * 1024)} MiB; narrow the "
-                                "path.]")
+            raise SearchStopped(f"[Stopped after reading {_size(MAX_SEARCH_TOTAL_BYTES)}; narrow the path.]")
         self.bytes += size
         with path.open("r", encoding="utf-8", errors="replace") as fh:
             for number, line in enumerate(fh, start=1):
@@ -104,8 +103,12 @@ class FileSearch:
     def notes(self, stopped: str | None) -> list[str]:
         notes = [n for n in (self.pattern.note, stopped) if n]
         if self.skipped_large:
-            notes.append(f"[Skipped {self.skipped_large} file(s) over {MAX_SEARCH_FILE_BYTES // (1024 * 1024)} MiB.]")
+            notes.append(f"[Skipped {self.skipped_large} file(s) over {_size(MAX_SEARCH_FILE_BYTES)}.]")
         return notes
+
+
+def _size(n: int) -> str:
+    return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n:,} bytes"
 
 
 def search_files(ctx: ToolContext, args: dict[str, Any]) -> str:
