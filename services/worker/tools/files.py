@@ -17,6 +17,7 @@ MAX_LINE_CHARS = 2000
 MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 500
 MAX_LIST_WALK = 20_000  # entries looked at for one listing, matching or not
+CANCEL_CHECK_LINES = 10_000  # counting the lines of a long file looks at the cancel flag this often
 
 WORKSPACE_NOTE = (
     "File tools act in your private workspace: paths are relative to it, and absolute paths or paths "
@@ -47,6 +48,8 @@ def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     total = 0
     with target.open("r", encoding="utf-8", errors="replace") as fh:
         for total, line in enumerate(fh, start=1):
+            if total % CANCEL_CHECK_LINES == 0 and ctx.cancelled():
+                return "[read_file stopped: the turn was cancelled.]"
             if total < offset or total >= offset + limit or cut_at is not None:
                 continue
             entry = _numbered(line, total)
