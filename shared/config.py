@@ -40,6 +40,7 @@ class Settings(BaseSettings):
     approval_mode: str = Field("smart", alias="APPROVAL_MODE")
 
     max_iterations: int = Field(90, alias="AGENT_MAX_ITERATIONS")
+    tool_timeout_seconds: float = Field(120.0, gt=0, alias="TOOL_TIMEOUT_SECONDS")
     max_input_bytes: int = Field(256 * 1024, alias="MAX_INPUT_BYTES")
     turn_lease_seconds: float = Field(30.0, alias="TURN_LEASE_SECONDS")
     turn_heartbeat_seconds: float = Field(1.0, alias="TURN_HEARTBEAT_SECONDS")

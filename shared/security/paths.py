@@ -1,7 +1,8 @@
-"""Path safety: a user-supplied path may only name something inside its root directory."""
+"""Path safety: a user-supplied path may only name something inside its root, and messages never show server paths."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from shared.errors import InvalidInput
@@ -30,3 +31,33 @@ def relative_name(root: Path, path: Path) -> str:
     """How a path inside `root` is shown to the model: relative, with forward slashes."""
     rel = Path(path).relative_to(Path(root).resolve())
     return rel.as_posix() if rel.parts else "."
+
+
+_ABSOLUTE_PATH = re.compile(r"(?:^|(?<=[\s'\"(=\[]))/[\w.@+~-]+(?:/[\w.@+~-]*)*")
+
+
+def _forms(path: Path) -> list[str]:
+    """The spellings of `path` a message may contain: as given, absolute, and with links resolved."""
+    forms = {str(path), str(path.absolute()), str(path.resolve())}
+    return sorted(forms, key=len, reverse=True)
+
+
+def private_paths_hidden(text: str, *, data_dir: Path, user_id: str, foreign_paths: bool = False) -> str:
+    """`text` as a model may see it: workspace paths relative, other server paths and the user id hidden.
+
+    `foreign_paths` also hides any other absolute path (for messages of unexpected exceptions,
+    which may name library or system files).
+    """
+    user_root = Path(data_dir) / "users" / user_id
+    for form in _forms(user_root / "workspace"):
+        text = text.replace(form + "/", "").replace(form, ".")
+    for form in _forms(user_root):
+        text = text.replace(form, "[your files]")
+    for form in _forms(Path(data_dir)):
+        if Path(form).is_absolute() and form != "/":
+            text = text.replace(form, "[data]")
+    if user_id:
+        text = text.replace(user_id, "[user]")
+    if foreign_paths:
+        text = _ABSOLUTE_PATH.sub("[path]", text)
+    return text

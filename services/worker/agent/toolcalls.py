@@ -3,6 +3,11 @@
 Read-only calls next to each other run in parallel; every other call is a barrier that runs
 alone, and a later call never starts before an earlier barrier has finished. Results come back
 in call order with exactly one result per call id, whatever order the work finished in.
+
+Every call runs on its own daemon thread while the turn's thread waits, polling the cancel flag:
+a cancelled turn, or a call past TOOL_TIMEOUT_SECONDS, stops waiting and answers for the call.
+A tool that never returns is abandoned, not joined; its `ctx.cancelled()` turns true so a
+cooperative tool can stop.
 """
 
 from __future__ import annotations
@@ -10,8 +15,9 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from shared.errors import HermesError
@@ -21,6 +27,9 @@ from services.worker.tools.registry import Tool, ToolContext, ToolRegistry
 log = logging.getLogger(__name__)
 
 MAX_TOOL_WORKERS = 8
+MAX_FAILURE_CHARS = 300
+POLL_SECONDS = 0.1  # how often a waiting turn looks at its cancel flag
+CANCEL_GRACE_SECONDS = 0.3  # a cooperative tool that noticed the cancel may still answer in this time
 
 
 @dataclass(frozen=True)
@@ -119,32 +128,137 @@ class ToolBatch:
                 outcomes.update(self._parallel(segment))
             else:
                 for p in segment:
-                    outcomes[p.key] = self._skipped(p) if self.cancelled() else self._execute(p)
+                    outcomes[p.key] = self._skipped(p) if self.cancelled() else self._run_one(p)
                     flush()
             flush()
         return emitted
 
     def _parallel(self, segment: list[PreparedCall]) -> dict[str, tuple[str, bool]]:
-        with ThreadPoolExecutor(max_workers=min(len(segment), MAX_TOOL_WORKERS)) as pool:
-            futures = {p.key: pool.submit(contextvars.copy_context().run, self._execute, p) for p in segment}
-            return {key: future.result() for key, future in futures.items()}
+        outcomes: dict[str, tuple[str, bool]] = {}
+        for start in range(0, len(segment), MAX_TOOL_WORKERS):
+            outcomes.update(self._run_group(segment[start:start + MAX_TOOL_WORKERS]))
+        return outcomes
+
+    def _run_one(self, p: PreparedCall) -> tuple[str, bool]:
+        return self._run_group([p])[p.key]
+
+    def _run_group(self, group: list[PreparedCall]) -> dict[str, tuple[str, bool]]:
+        """Start the calls together, each on its own thread, and wait for them."""
+        woken = threading.Event()
+        calls = [RunningCall(p, self.ctx, self.ctx.settings.tool_timeout_seconds, woken) for p in group]
+        for call in calls:
+            call.start(self._execute)
+        return self._wait(calls, woken)
+
+    def _wait(self, calls: list["RunningCall"], woken: threading.Event) -> dict[str, tuple[str, bool]]:
+        """Wait for the calls; a cancel or a call's time limit ends the wait for what is still running."""
+        outcomes: dict[str, tuple[str, bool]] = {}
+        cancelled_at: float | None = None
+        while True:
+            woken.clear()
+            for call in calls:
+                if call.key not in outcomes and call.finished.is_set():
+                    outcomes[call.key] = call.result()
+            running = [call for call in calls if call.key not in outcomes]
+            if not running:
+                return outcomes
+            now = time.monotonic()
+            if cancelled_at is None and self.cancelled():
+                cancelled_at = now
+            for call in running:
+                if cancelled_at is not None and now - cancelled_at >= CANCEL_GRACE_SECONDS:
+                    outcomes[call.key] = call.abandon(_cancelled_result(call.name))
+                elif now >= call.deadline:
+                    outcomes[call.key] = call.abandon(_timeout_result(call.name, call.timeout))
+            if len(outcomes) < len(calls):
+                woken.wait(POLL_SECONDS)
 
     @staticmethod
     def _skipped(p: PreparedCall) -> tuple[str, bool]:
         return f"[Tool execution skipped — {p.call.name} was not started: the turn was cancelled.]", False
 
-    def _execute(self, p: PreparedCall) -> tuple[str, bool]:
-        """Run one call; a failure becomes an error result the model can read and react to."""
+    @staticmethod
+    def _execute(p: PreparedCall, ctx: ToolContext) -> tuple[str, bool]:
+        """Run one call; a failure becomes an error result the model can read, without server paths or ids."""
         assert p.tool is not None and p.args is not None
         try:
             p.tool.check_arguments(p.args)
-            output = p.tool.handler(self.ctx, p.args)
+            output = p.tool.handler(ctx, p.args)
         except HermesError as exc:
             log.info("tool %s refused: %s", p.call.name, exc.message)
-            return error_content(exc.message), False
+            return error_content(ctx.hide_paths(exc.message)), False
         except Exception as exc:
             log.exception("tool %s raised", p.call.name)
-            return error_content(f"Tool '{p.call.name}' failed: {exc}"), False
+            return error_content(ctx.hide_paths(_failure(p.call.name, exc), foreign=True)), False
         if isinstance(output, str):
             return output, True
         return json.dumps(output, ensure_ascii=False, default=str), True
+
+
+def _failure(name: str, exc: Exception) -> str:
+    """What the model hears of an unexpected exception: its first line, short (the log keeps the rest)."""
+    lines = str(exc).strip().splitlines()
+    detail = lines[0][:MAX_FAILURE_CHARS] if lines else type(exc).__name__
+    return f"Tool '{name}' failed: {detail}"
+
+
+def _cancelled_result(name: str) -> tuple[str, bool]:
+    return f"[cancelled] {name} was still running when the turn was cancelled; its effects are unknown.", False
+
+
+def _timeout_result(name: str, seconds: float) -> tuple[str, bool]:
+    return error_content(f"Tool '{name}' did not finish within {seconds:g} s and was abandoned; its effects are "
+                         "unknown. Try a smaller request."), False
+
+
+class RunningCall:
+    """One call on its own daemon thread; the waiting turn may abandon it, never joins it."""
+
+    def __init__(self, p: PreparedCall, ctx: ToolContext, timeout: float, woken: threading.Event) -> None:
+        self.p = p
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.finished = threading.Event()
+        self._woken = woken  # shared by the calls a turn waits for together
+        self.outcome: tuple[str, bool] = error_content(f"Tool '{p.call.name}' stopped without a result."), False
+        self._raised: BaseException | None = None
+        self._abandoned = threading.Event()
+        turn_cancelled = ctx.cancelled
+        self.ctx = replace(ctx, cancelled=lambda: self._abandoned.is_set() or turn_cancelled())
+        self.thread: threading.Thread | None = None
+
+    @property
+    def key(self) -> str:
+        return self.p.key
+
+    @property
+    def name(self) -> str:
+        return self.p.call.name
+
+    def start(self, execute: Callable[[PreparedCall, ToolContext], tuple[str, bool]]) -> None:
+        """Run `execute` on a daemon thread, in a copy of the caller's context variables."""
+        context = contextvars.copy_context()
+
+        def target() -> None:
+            try:
+                self.outcome = context.run(execute, self.p, self.ctx)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which re-raises it
+                self._raised = exc
+            finally:
+                self.finished.set()
+                self._woken.set()
+
+        self.thread = threading.Thread(target=target, name=f"tool-{self.name}", daemon=True)
+        self.thread.start()
+
+    def result(self) -> tuple[str, bool]:
+        """The finished call's outcome; what `_execute` does not catch (a worker going away) is raised here."""
+        if self._raised is not None:
+            raise self._raised
+        return self.outcome
+
+    def abandon(self, outcome: tuple[str, bool]) -> tuple[str, bool]:
+        """Stop waiting: tell the tool through `ctx.cancelled()` and answer with `outcome` instead."""
+        self._abandoned.set()
+        log.warning("tool %s abandoned while still running: %s", self.name, outcome[0][:120])
+        return outcome

@@ -2,42 +2,27 @@
 
 from __future__ import annotations
 
-import fnmatch
-import os
-import re
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from services.worker.tools.file_search import search_files
+from services.worker.tools.patterns import glob_matcher
 from services.worker.tools.registry import Tool, ToolContext, register
+from services.worker.tools.workspace import existing, is_binary, walk
 from shared.atomic import atomic_write
-from shared.errors import InvalidInput, NotFound
+from shared.errors import InvalidInput
 from shared.security.paths import relative_name, resolve_inside
 
 MAX_LINES_PER_READ = 2000
 MAX_LINE_CHARS = 2000
 MAX_READ_CHARS = 100_000
 MAX_LIST_ENTRIES = 500
-MAX_SEARCH_MATCHES = 200
-MAX_SEARCH_FILE_BYTES = 2 * 1024 * 1024
-MAX_MATCH_CHARS = 300
-BINARY_SNIFF_BYTES = 8192
+MAX_LIST_WALK = 20_000  # entries looked at for one listing, matching or not
+CANCEL_CHECK_LINES = 10_000  # counting the lines of a long file looks at the cancel flag this often
 
 WORKSPACE_NOTE = (
     "File tools act in your private workspace: paths are relative to it, and absolute paths or paths "
     "leading outside it are refused."
 )
-
-
-def _existing(ctx: ToolContext, path: str) -> Path:
-    target = resolve_inside(ctx.workspace, path)
-    if not target.exists():
-        raise NotFound(f"No such file or directory: {path}")
-    return target
-
-
-def _is_binary(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return b"\x00" in fh.read(BINARY_SNIFF_BYTES)
 
 
 def _numbered(line: str, number: int) -> str:
@@ -50,10 +35,10 @@ def _numbered(line: str, number: int) -> str:
 def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     """Numbered lines of one text file, a page at a time."""
     path = args["path"]
-    target = _existing(ctx, path)
+    target = existing(ctx, path)
     if target.is_dir():
         raise InvalidInput(f"{path} is a directory; use list_files to see what it holds.")
-    if _is_binary(target):
+    if is_binary(target):
         raise InvalidInput(f"{path} looks like a binary file; read_file only shows text.")
     offset = max(1, int(args.get("offset") or 1))
     limit = min(MAX_LINES_PER_READ, max(1, int(args.get("limit") or MAX_LINES_PER_READ)))
@@ -63,6 +48,8 @@ def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     total = 0
     with target.open("r", encoding="utf-8", errors="replace") as fh:
         for total, line in enumerate(fh, start=1):
+            if total % CANCEL_CHECK_LINES == 0 and ctx.cancelled():
+                return "[read_file stopped: the turn was cancelled.]"
             if total < offset or total >= offset + limit or cut_at is not None:
                 continue
             entry = _numbered(line, total)
@@ -91,29 +78,18 @@ def _page_text(path: str, shown: list[str], offset: int, total: int, cut_at: int
     return body
 
 
-def _walk(root: Path, start: Path) -> Iterator[Path]:
-    """Every entry under `start` in sorted order, never following links out of the workspace."""
-    if start.is_file():
-        yield start
-        return
-    for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
-        dirnames.sort()
-        base = Path(dirpath)
-        for name in sorted(dirnames + filenames):
-            entry = base / name
-            if entry.is_symlink() and not entry.resolve().is_relative_to(root):
-                continue
-            yield entry
-
-
 def list_files(ctx: ToolContext, args: dict[str, Any]) -> str:
     """Files and directories under a workspace path, recursively; directories end with '/'."""
     root = ctx.workspace.resolve()
-    start = _existing(ctx, args.get("path") or ".")
+    start = existing(ctx, args.get("path") or ".")
     pattern = args.get("pattern")
+    matches = glob_matcher(pattern) if pattern else None
     lines: list[str] = []
-    for entry in _walk(root, start):
-        if pattern and not fnmatch.fnmatch(entry.name, pattern):
+    for seen, entry in enumerate(walk(root, start), start=1):
+        if seen > MAX_LIST_WALK or ctx.cancelled():
+            lines.append(f"[Listing stopped after looking at {seen - 1:,} entries; narrow it with path or pattern.]")
+            break
+        if matches is not None and not matches(entry.name):
             continue
         if len(lines) == MAX_LIST_ENTRIES:
             lines.append(f"[Listing cut at {MAX_LIST_ENTRIES} entries; narrow it with path or pattern.]")
@@ -123,37 +99,6 @@ def list_files(ctx: ToolContext, args: dict[str, Any]) -> str:
     if not lines:
         return "No entries match." if pattern else "The directory is empty."
     return "\n".join(lines)
-
-
-def _compile(pattern: str) -> re.Pattern:
-    """The pattern as a regular expression, or as plain text when it is not a valid one."""
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return re.compile(re.escape(pattern))
-
-
-def search_files(ctx: ToolContext, args: dict[str, Any]) -> str:
-    """Lines matching a regular expression (or plain text) in workspace text files."""
-    root = ctx.workspace.resolve()
-    start = _existing(ctx, args.get("path") or ".")
-    regex = _compile(args["pattern"])
-    matches: list[str] = []
-    for entry in _walk(root, start):
-        if not entry.is_file() or entry.stat().st_size > MAX_SEARCH_FILE_BYTES or _is_binary(entry):
-            continue
-        name = relative_name(root, entry.parent.resolve() / entry.name)
-        with entry.open("r", encoding="utf-8", errors="replace") as fh:
-            for number, line in enumerate(fh, start=1):
-                if regex.search(line):
-                    matches.append(f"{name}:{number}: {line.rstrip()[:MAX_MATCH_CHARS]}")
-                if len(matches) > MAX_SEARCH_MATCHES:
-                    break
-        if len(matches) > MAX_SEARCH_MATCHES:
-            matches = matches[:MAX_SEARCH_MATCHES]
-            matches.append(f"[Stopped after {MAX_SEARCH_MATCHES} matches; narrow the pattern or path.]")
-            break
-    return "\n".join(matches) if matches else f"No matches for {args['pattern']!r}."
 
 
 def write_file(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

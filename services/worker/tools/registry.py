@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from shared.config import Settings
 from shared.errors import InvalidInput
+from shared.security.paths import private_paths_hidden
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -35,6 +36,11 @@ class ToolContext:
         path = Path(self.settings.data_dir) / "users" / self.user_id / "workspace"
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def hide_paths(self, text: str, *, foreign: bool = False) -> str:
+        """`text` fit for the model: workspace-relative paths, no DATA_DIR, no user id (`foreign`: no other path)."""
+        return private_paths_hidden(text, data_dir=Path(self.settings.data_dir), user_id=self.user_id,
+                                    foreign_paths=foreign)
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], "str | dict[str, Any]"]

@@ -15,6 +15,7 @@ from shared.errors import InvalidInput
 from shared.models.sessions import Message
 from shared.stores import sessions
 from shared.stores.search import SEARCHABLE_ROLES, search_messages
+from shared.stores.search_query import MAX_QUERY_CHARS
 from shared.stores.search_views import messages_around, recent_sessions, session_head_tail
 from services.worker.tools.registry import Tool, ToolContext, register
 
@@ -30,7 +31,7 @@ ROLES = ("user", "assistant", "tool")
 def session_search(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     """Dispatch to scroll, discover, read or browse."""
     db = get_database(ctx.settings.sqlalchemy_url)
-    query = (args.get("query") or "").strip()
+    query = (args.get("query") or "")[:MAX_QUERY_CHARS].strip()  # the parser reads no more; the date scan neither
     session_id = (args.get("session_id") or "").strip() or None
     roles = _roles(args.get("role_filter"))
     sort = _sort(args.get("sort"))

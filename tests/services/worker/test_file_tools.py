@@ -11,7 +11,7 @@ from shared.errors import InvalidInput, NotFound
 from shared.security.paths import resolve_inside
 from shared.stores import sessions
 from services.worker.agent.drain import drain_session
-from services.worker.tools import files
+from services.worker.tools import file_search, files
 from services.worker.tools.registry import ToolContext
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, wait_finished
@@ -57,7 +57,8 @@ def test_listing_and_searching(ctx):
     assert files.list_files(ctx, {}) == "a.md\nsrc/\nsrc/b.py"
     assert files.list_files(ctx, {"pattern": "*.py"}) == "src/b.py"
     assert files.search_files(ctx, {"pattern": r"TODO:\s\w+"}) == "a.md:2: TODO: tea"
-    assert files.search_files(ctx, {"pattern": "TODO (later"}) == "src/b.py:1: print('TODO (later)')"
+    found, note = files.search_files(ctx, {"pattern": "TODO (later"}).split("\n")
+    assert found == "src/b.py:1: print('TODO (later)')" and note.startswith("[Searched as plain text")
     assert files.search_files(ctx, {"pattern": "absent"}) == "No matches for 'absent'."
 
 
@@ -107,3 +108,49 @@ def test_the_model_gets_a_refusal_it_can_read(db, user, session, model, make_run
     results = [json.loads(m.content)["error"] for m in sessions.turn_messages(db, turn.id) if m.role == "tool"]
     assert results[0].startswith("Absolute paths are not allowed")
     assert results[1] == "No such file or directory: gone.txt"
+
+
+def test_globs_match_names_like_fnmatch_without_pythons_regex_engine(ctx):
+    for name in ("a.md", "b.py", "c.txt", "]odd", "x[1].md"):
+        files.write_file(ctx, {"path": name, "content": "x"})
+
+    assert files.list_files(ctx, {"pattern": "[!a]*.md"}) == "x[1].md"
+    assert files.list_files(ctx, {"pattern": "?.py"}) == "b.py"
+    assert files.list_files(ctx, {"pattern": "[]]*"}) == "]odd"
+    assert files.list_files(ctx, {"pattern": "*" * 40 + "z"}) == "No entries match."
+    with pytest.raises(InvalidInput, match="limit"):
+        files.list_files(ctx, {"pattern": "*" * 300})
+
+
+def test_patterns_re2_cannot_run_are_searched_as_plain_text_with_a_note(ctx):
+    """Backreferences and lookaround have no linear-time match: they never reach Python's `re`."""
+    files.write_file(ctx, {"path": "a.txt", "content": "abab\nliteral (a)\\1 here\n"})
+
+    found, note = files.search_files(ctx, {"pattern": r"(a)\1"}).split("\n")
+
+    assert found == r"a.txt:2: literal (a)\1 here"
+    assert note.startswith("[Searched as plain text") and "Backreferences" in note
+
+
+def test_searches_stop_at_their_deadline_or_cancel_with_what_they_found(ctx, monkeypatch):
+    files.write_file(ctx, {"path": "a.txt", "content": "needle\n"})
+    cancelled = ToolContext(user_id=ctx.user_id, session_id="ses_x", turn_id="turn_x", settings=ctx.settings,
+                            cancelled=lambda: True)
+
+    assert files.search_files(cancelled, {"pattern": "needle"}).endswith("[Search stopped: the turn was cancelled.]")
+    monkeypatch.setattr(file_search, "SEARCH_DEADLINE_SECONDS", 0.0)
+    assert "[Search stopped after 0 s" in files.search_files(ctx, {"pattern": "needle"})
+
+
+def test_searches_skip_large_files_and_cap_output(ctx, monkeypatch):
+    files.write_file(ctx, {"path": "big.txt", "content": "needle\n" * 100})
+    files.write_file(ctx, {"path": "small.txt", "content": "needle " + "x" * 250 + "\n"})
+    monkeypatch.setattr(file_search, "MAX_SEARCH_FILE_BYTES", 500)
+    monkeypatch.setattr(file_search, "MAX_SEARCH_OUTPUT_CHARS", 100)
+
+    result = files.search_files(ctx, {"pattern": "needle"})
+
+    assert result.startswith("No matches") and "[Output cut at 100 characters" in result
+    assert "[Skipped 1 file(s) over 500 bytes.]" in result
+    with pytest.raises(InvalidInput, match="limit"):
+        files.search_files(ctx, {"pattern": "a" * 1001})
