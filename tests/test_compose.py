@@ -150,3 +150,16 @@ def test_docker_compose_accepts_the_file(tmp_path):
         capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "ADMIN_API_KEY": "x" * 32},
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_image_installs_runtime_pins_only_and_leaves_tests_out():
+    """The image installed pytest and `openai` and shipped tests/ because the demo model lived there (issue 9)."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    installs = re.findall(r"pip install ([^\n&]+)", dockerfile)
+    assert installs and all("requirements-test" not in line and "[test]" not in line for line in installs)
+    assert "-r requirements.txt" in dockerfile
+    runtime = {line.split("==")[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()
+               if "==" in line and not line.startswith("#")}
+    assert not runtime & {"pytest", "openai", "schemathesis", "pytest-timeout"}
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
+    assert {"tests", "bench"} <= ignored

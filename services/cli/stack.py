@@ -46,7 +46,7 @@ def services(settings: Settings, data_dir: Path) -> list[Service]:
 
 def demo_model(port: int) -> Service:
     """The scripted demo model, served when no LLM_BASE_URL is configured."""
-    return Service("model", python("-m", "tests.fakes.model", "--host", "127.0.0.1", "--port", str(port), "--demo"))
+    return Service("model", python("-m", "services.demo_model", "--host", "127.0.0.1", "--port", str(port), "--demo"))
 
 
 def configured(name: str) -> bool:
