@@ -17,7 +17,7 @@ LOG_MAX_BYTES = 10 * 1024 * 1024
 LOG_BACKUPS = 2
 ERRORS_SHOWN_PER_MINUTE = 5
 # An error or a crash a person should see without opening the log: our text and JSON formats, uvicorn, tracebacks.
-ERROR_LINE = re.compile(r'^(error|critical)\s|^(ERROR|CRITICAL):|"level": "(error|critical)"|^Traceback ')
+ERROR_LINE = re.compile(r'^(error|critical)\s|^(ERROR|CRITICAL):|"level": "(error|critical)"')
 
 
 class Console:
