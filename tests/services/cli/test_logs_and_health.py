@@ -47,7 +47,8 @@ def test_logs_follow_prints_new_lines_across_a_rotation(logs_dir):
     log = RotatingLog(logs_dir / "api.log", max_bytes=64, backups=1)
     log.write_line(b"before follow")
     out, stop = io.StringIO(), threading.Event()
-    follower = threading.Thread(target=logs.follow, args=(logs_dir / "api.log", out, stop), daemon=True)
+    start_at = (logs_dir / "api.log").stat().st_size
+    follower = threading.Thread(target=logs.follow, args=(logs_dir / "api.log", out, stop, start_at), daemon=True)
     follower.start()
     try:
         for i in range(12):  # 12 x 11 bytes: rolls over more than once
