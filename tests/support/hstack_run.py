@@ -4,6 +4,7 @@ and its own embedded Redis (REDIS_URL is never passed on, so the system Redis is
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -119,3 +120,5 @@ class HstackRun:
             print(self.output()[-6000:])
             for log in sorted((self.workdir / "data" / "logs").glob("*.log")):
                 print(f"----- {log.name} -----\n{log.read_text(errors='replace')[-3000:]}")
+        elif not self.running():
+            shutil.rmtree(self.workdir, ignore_errors=True)
