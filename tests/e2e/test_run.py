@@ -51,6 +51,9 @@ def test_the_console_shows_one_line_per_service_then_the_ready_block_and_no_bann
         run.wait_ready()
         output = run.output()
         assert run.stop() == 0
+        logs = run.workdir / "data" / "logs"
+        worker_log = (logs / "worker.log").read_text()
+        logged = {p.stem for p in logs.glob("*.log")}
 
     ready = READY_LINE.findall(output)
     assert sorted(ready) == sorted(SERVICES), output
@@ -61,6 +64,5 @@ def test_the_console_shows_one_line_per_service_then_the_ready_block_and_no_bann
     assert "superuser" not in output.lower()
     assert len(output[:block].splitlines()) <= 12, output[:block]
 
-    logs = run.workdir / "data" / "logs"
-    assert "[queues]" in (logs / "worker.log").read_text(), "the banner is kept in the worker's log"
-    assert {p.stem for p in logs.glob("*.log")} >= set(SERVICES)
+    assert "[queues]" in worker_log, "the banner is kept in the worker's log"
+    assert logged >= set(SERVICES)
