@@ -6,6 +6,8 @@ from functools import lru_cache
 
 import redis
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import ExponentialBackoff
 
 from shared.config import Settings
 from shared.errors import Unavailable
@@ -28,10 +30,17 @@ def get_redis(settings: Settings) -> redis.Redis:
     return _sync_client(redis_url(settings))
 
 
+def async_reconnect() -> dict:
+    """Options that make an asyncio client reconnect when Redis restarts, instead of failing the first command on
+    each dead pooled connection (the sync client already does)."""
+    return {"retry": AsyncRetry(ExponentialBackoff(cap=1.0, base=0.05), 3),
+            "retry_on_error": [redis.ConnectionError, redis.TimeoutError]}
+
+
 def get_async_redis(settings: Settings, *, read_timeout: float = 30) -> aioredis.Redis:
     """A new asyncio client (asyncio clients belong to one event loop).
 
     `read_timeout` must exceed the longest blocking read (XREAD BLOCK) made with it.
     """
     return aioredis.Redis.from_url(redis_url(settings), decode_responses=True, socket_connect_timeout=5,
-                                   socket_timeout=read_timeout, health_check_interval=30)
+                                   socket_timeout=read_timeout, health_check_interval=30, **async_reconnect())

@@ -94,6 +94,64 @@ def test_every_long_running_service_has_a_healthcheck():
     assert missing == []
 
 
+def test_every_long_running_service_restarts_unless_stopped():
+    """A crashed service stayed down until a person restarted it (issue 9)."""
+    wrong = {name: s.get("restart") for name, s in SERVICES.items()
+             if name not in ONE_SHOT and s.get("restart") != "unless-stopped"}
+    assert wrong == {}
+
+
+def health_test(name: str) -> list[str]:
+    test = SERVICES[name]["healthcheck"]["test"]
+    return shlex.split(test) if isinstance(test, str) else list(test)
+
+
+def test_the_api_healthcheck_asks_its_own_healthz():
+    test = health_test("api")
+    assert test[0] == "CMD" and "http://127.0.0.1:8642/healthz" in " ".join(test)
+    assert "8642" in option(command("api"), "--port")
+
+
+@pytest.mark.parametrize("name", ["worker", "reviewer", "curator"])
+def test_a_worker_healthcheck_reads_its_own_heartbeat(name):
+    """The workers' healthchecks must call something that exists and checks THIS service on THIS container:
+    `hstack health SERVICE` (tested in tests/services/cli/test_logs_and_health.py)."""
+    from services.cli.main import build_parser
+
+    test = health_test(name)
+    assert test[:2] == ["CMD", "hstack"]
+    args = build_parser().parse_args(test[2:])
+    assert (args.command, args.service, args.host) == ("health", name, None)
+    assert SERVICES[name]["environment"]["HSTACK_SERVICE"] == name, "the name the service announces itself under"
+
+
+def test_the_demo_model_healthcheck_asks_its_port():
+    port = option(command("demo-model"), "--port")
+    assert f"http://127.0.0.1:{port}/v1/models" in " ".join(health_test("demo-model"))
+
+
+def seconds(duration: str) -> float:
+    match = re.fullmatch(r"(\d+)(s|m)", str(duration))
+    assert match, duration
+    return int(match.group(1)) * (60 if match.group(2) == "m" else 1)
+
+
+def worker_grace_seconds() -> float:
+    """The graceful stop a worker takes on SIGTERM (WORKER_SHUTDOWN_GRACE_SECONDS, 8 s by default)."""
+    from shared.config import Settings
+
+    field = next((f for f in Settings.model_fields.values() if f.alias == "WORKER_SHUTDOWN_GRACE_SECONDS"), None)
+    return float(field.default) if field is not None else 8.0
+
+
+def test_compose_waits_out_a_graceful_stop_before_killing():
+    """Compose's default 10 s stop turned a graceful worker stop under load into a kill (issue 9)."""
+    for name in ("api", "worker", "reviewer", "curator"):
+        assert seconds(SERVICES[name]["stop_grace_period"]) >= 10, name
+    for name in ("worker", "reviewer", "curator"):
+        assert seconds(SERVICES[name]["stop_grace_period"]) >= worker_grace_seconds() + 2, name
+
+
 def test_services_wait_for_healthy_dependencies():
     for name in DATA_SERVICES:
         depends = SERVICES[name]["depends_on"]
@@ -150,3 +208,16 @@ def test_docker_compose_accepts_the_file(tmp_path):
         capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "ADMIN_API_KEY": "x" * 32},
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_image_installs_runtime_pins_only_and_leaves_tests_out():
+    """The image installed pytest and `openai` and shipped tests/ because the demo model lived there (issue 9)."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    installs = re.findall(r"pip install ([^\n&]+)", dockerfile)
+    assert installs and all("requirements-test" not in line and "[test]" not in line for line in installs)
+    assert "-r requirements.txt" in dockerfile
+    runtime = {line.split("==")[0].lower() for line in (ROOT / "requirements.txt").read_text().splitlines()
+               if "==" in line and not line.startswith("#")}
+    assert not runtime & {"pytest", "openai", "schemathesis", "pytest-timeout"}
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
+    assert {"tests", "bench"} <= ignored

@@ -82,3 +82,23 @@ def test_only_the_stores_commit_to_the_database():
             if COMMIT_CALL.search(line):
                 offenders.append(f"{relative}:{number}: {line.strip()}")
     assert offenders == [], "only shared/stores/* may commit:\n" + "\n".join(offenders)
+
+
+def test_product_code_never_imports_tests():
+    """The image shipped tests/ because `make run` served the demo model from tests/fakes/ (issue 9): product
+    code (shared/, services/) must run without tests/ present, so it never imports it, not even by module name
+    in a command line."""
+    offenders = [
+        f"{p.relative_to(ROOT)} imports {m}"
+        for p in python_files("shared", "services")
+        for m in imported_modules(p)
+        if m == "tests" or m.startswith("tests.")
+    ]
+    offenders += [f"{p.relative_to(ROOT)} runs {m.group(0)}" for p in python_files("shared", "services")
+                  for m in re.finditer(r"""["']tests\.[\w.]+["']""", p.read_text())]
+    assert offenders == [], "product code must not depend on tests/:\n" + "\n".join(offenders)
+
+
+def test_compose_runs_nothing_from_tests():
+    """compose's demo-model service ran `python -m tests.fakes.model` (issue 9): the image needs no tests/."""
+    assert "tests." not in (ROOT / "docker-compose.yml").read_text()

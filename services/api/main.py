@@ -27,7 +27,7 @@ from shared.config import Settings, get_settings
 from shared.db import get_database
 from shared.logs import setup_logging
 from shared.queue.app import enqueue
-from shared.redis import get_redis, redis_url
+from shared.redis import async_reconnect, get_redis, redis_url
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ def _async_redis(settings: Settings) -> aioredis.Redis:
         socket_connect_timeout=5,
         socket_timeout=settings.sse_keepalive_seconds + 10,
         health_check_interval=30,
+        **async_reconnect(),
     )
 
 

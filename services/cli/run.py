@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-import httpx
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from services.cli import stack
-from services.cli.children import Child, Console, stop_all
+from services.cli.children import Child, Console, RotatingLog, stop_all
+from services.cli.readiness import Probe, api_probe, heartbeat_probe, port_probe, redis_probe
 from services.cli.redis_embedded import EmbeddedRedis, answers_ping, free_port, port_is_free
+from services.cli.supervision import RestartPolicy, exit_reason
 from shared.config import Settings, dotenv_path, load_settings
 from shared.ids import new_api_key
 from shared.migrate import upgrade
 
-READY_TIMEOUT_SECONDS = 60.0
+READY_TIMEOUT_SECONDS = 90.0
 MODEL_START_TIMEOUT_SECONDS = 15.0
 
 
@@ -64,15 +66,37 @@ def local_url(settings: Settings) -> str:
     return f"http://{host}:{settings.api_port}"
 
 
-class Supervisor:
-    """Starts Redis, the model, api, worker, reviewer and curator; stops them all on a signal or a death."""
+@dataclass
+class Supervised:
+    """One child under supervision: how to tell it is ready, and when it may start again after a crash."""
 
-    def __init__(self, console: Console) -> None:
+    child: Child
+    probe: Probe
+    detail: str
+    policy: RestartPolicy = field(default_factory=RestartPolicy)
+    ready: bool = False
+    restart_at: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.child.name
+
+
+class Supervisor:
+    """Starts Redis, the model, api, worker, reviewer and curator; restarts a crashed one with backoff.
+
+    It stops everything on SIGINT/SIGTERM (exit 0) or when a service crash-loops past its policy's limit (exit 1).
+    Each child's output goes to DATA_DIR/logs/<name>.log; the console gets one line per service as it becomes
+    ready, the ready block last, and then only restarts and errors.
+    """
+
+    def __init__(self, console: Console, policy: Callable[[], RestartPolicy] = RestartPolicy) -> None:
         self.console = console
+        self.new_policy = policy
         self.stop_requested = threading.Event()
         self.redis: EmbeddedRedis | None = None
-        self.model: Child | None = None
-        self.children: list[Child] = []
+        self.supervised: list[Supervised] = []
+        self.logs_dir: Path | None = None
 
     def request_stop(self, signum, _frame) -> None:
         if not self.stop_requested.is_set():
@@ -103,27 +127,69 @@ class Supervisor:
             raise StartupError(str(exc)) from exc
         data_dir = settings.data_dir.resolve()
         data_dir.mkdir(parents=True, exist_ok=True)
+        self.logs_dir = data_dir / "logs"
         migrate(settings)
-        self.console.say(f"database {make_url_safe(settings.sqlalchemy_url)} is migrated")
+        self.console.say(f"database {make_url_safe(settings.sqlalchemy_url)} is migrated; "
+                         f"service logs in {self.logs_dir} (hstack logs SERVICE)")
         if not port_is_free(settings.api_port, settings.api_host):
             raise StartupError(f"port {settings.api_port} is in use: stop what runs there or set API_PORT in .env")
-        env = stack.base_env(settings, data_dir, self.start_redis(settings, data_dir))
+        redis_url = self.start_redis(settings, data_dir)
+        env = stack.base_env(settings, data_dir, redis_url)
         if not settings.llm_configured:
             env.update(self.start_demo_model(env))
+        url = local_url(settings)
+        probes = {"api": (api_probe(url), url)}
+        started = []
         for service in stack.services(settings, data_dir):
             self.checkpoint()
-            self.children.append(Child(service.name, service.argv, {**env, **service.env}, self.console).start())
-        self.wait_ready(local_url(settings))
+            probe, detail = probes.get(service.name, (heartbeat_probe(redis_url, service.name), service.detail))
+            started.append(self.launch(service.name, service.argv, {**env, **service.env}, probe, detail))
+        self.wait_ready(started, READY_TIMEOUT_SECONDS)
         key = settings.admin_api_key.get_secret_value() if settings.admin_api_key else ""
-        self.console.say(stack.ready_banner(local_url(settings), key))
+        self.console.say(stack.ready_banner(url, key, demo=not settings.llm_configured))
+
+    def launch(self, name: str, argv: list[str], env: dict[str, str], probe: Probe, detail: str) -> Supervised:
+        child = Child(name, argv, env, self.console, self.log_for(name)).start()
+        return self.supervise(child, probe, detail)
+
+    def supervise(self, child: Child, probe: Probe, detail: str) -> Supervised:
+        entry = Supervised(child, probe, detail, self.new_policy())
+        self.supervised.append(entry)
+        return entry
+
+    def log_for(self, name: str) -> RotatingLog:
+        return RotatingLog(self.logs_dir / f"{name}.log")
 
     def checkpoint(self) -> None:
-        """Abort startup when a signal arrived or a process already died."""
+        """Abort startup when a signal arrived or a process already died (with the end of its log)."""
         if self.stop_requested.is_set():
             raise Stopped()
-        dead = self.dead_child()
+        dead = next((s for s in self.supervised if not s.child.alive() and not s.child.stopping), None)
         if dead is not None:
-            raise StartupError(f"{dead.name} exited with code {dead.returncode()} while the stack was starting")
+            tail = log_tail(self.logs_dir / f"{dead.name}.log", 15)
+            raise StartupError(f"{dead.name} {exit_reason(dead.child.returncode())} while the stack was starting"
+                               + (f"; the end of its log:\n{tail}" if tail else ""))
+
+    def wait_ready(self, entries: list[Supervised], timeout: float) -> None:
+        """Print one line per service as it becomes ready; StartupError past `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.checkpoint()
+            for entry in entries:
+                if not entry.ready and entry.probe(entry.child):
+                    self.mark_ready(entry, "ready")
+            waiting = [e.name for e in entries if not e.ready]
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise StartupError(f"not ready within {timeout:.0f}s: {', '.join(waiting)} "
+                                   f"(see {self.logs_dir}/<service>.log)")
+            self.stop_requested.wait(0.2)
+
+    def mark_ready(self, entry: Supervised, word: str) -> None:
+        entry.ready = True
+        entry.policy.healthy(time.monotonic())
+        self.console.say(f"  {entry.name:<9} {word:<6} {entry.detail}")
 
     def start_redis(self, settings: Settings, data_dir: Path) -> str:
         if settings.redis_url:
@@ -132,63 +198,78 @@ class Supervisor:
                 return settings.redis_url
             self.console.say(f"REDIS_URL ({make_url_safe(settings.redis_url)}) does not answer: "
                              "starting the embedded Redis instead")
-        self.redis = EmbeddedRedis(data_dir, dict(os.environ), self.console)
+        self.redis = EmbeddedRedis(data_dir, dict(os.environ), self.console, self.log_for("redis"))
         try:
             url = self.redis.start()
         except RuntimeError as exc:
             raise StartupError(str(exc)) from exc
-        self.console.say(f"embedded Redis on {url}, data in {self.redis.dir}")
+        self.mark_ready(self.supervise(self.redis.child, redis_probe(url), f"embedded, {url}"), "ready")
         return url
 
     def start_demo_model(self, env: dict[str, str]) -> dict[str, str]:
         port = free_port()
-        self.console.say(stack.DEMO_BANNER)
-        self.model = Child("model", stack.demo_model(port).argv, env, self.console).start()
-        deadline = time.monotonic() + MODEL_START_TIMEOUT_SECONDS
-        while not _listening(port):
-            self.checkpoint()
-            if time.monotonic() > deadline:
-                raise StartupError("the scripted demo model did not start")
-            time.sleep(0.05)
+        service = stack.demo_model(port)
+        entry = self.launch(service.name, service.argv, env, port_probe(port), service.detail)
+        self.wait_ready([entry], MODEL_START_TIMEOUT_SECONDS)
         return stack.demo_env(port)
 
-    def wait_ready(self, url: str) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-        while True:
-            self.checkpoint()
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise StartupError(f"the api at {url} was not ready within {READY_TIMEOUT_SECONDS:.0f}s")
-            self.stop_requested.wait(0.25)
-
-    def all_children(self) -> list[Child]:
-        extra = [c for c in (self.model, self.redis.child if self.redis else None) if c is not None]
-        return self.children + extra
-
-    def dead_child(self) -> Child | None:
-        return next((c for c in self.all_children() if c.popen is not None and not c.alive() and not c.stopping), None)
-
     def watch(self) -> int:
-        """Block until a signal (exit 0) or an unexpected death (exit 1)."""
+        """Restart what crashes until a signal (exit 0) or a crash loop past the limit (exit 1)."""
         while not self.stop_requested.wait(0.25):
-            dead = self.dead_child()
-            if dead is not None:
-                self.console.say(f"{dead.name} exited unexpectedly with code {dead.returncode()}: stopping the stack")
-                return 1
+            for entry in self.supervised:
+                if not self.tend(entry, time.monotonic()):
+                    return 1
         return 0
+
+    def tend(self, entry: Supervised, now: float) -> bool:
+        """Restart a crashed service when its backoff is over, note when it is back; False to give up."""
+        child = entry.child
+        if entry.restart_at is not None:
+            if now >= entry.restart_at and not self.stop_requested.is_set():
+                entry.restart_at = None
+                child.start()
+                self.console.say(f"{entry.name}: restarted (pid {child.pid})")
+            return True
+        if child.alive():
+            if not entry.ready and entry.probe(child):
+                self.mark_ready(entry, "back")
+            return True
+        if child.stopping:
+            return True
+        child.reap()
+        entry.ready = False
+        reason = exit_reason(child.returncode())
+        delay = entry.policy.crashed(now)
+        if delay is None:
+            self.console.say(f"{entry.name} {reason} and has crashed {entry.policy.crashes} times in a row without "
+                             f"staying healthy for {entry.policy.healthy_reset:.0f}s: stopping the stack. "
+                             f"Its log: hstack logs {entry.name}")
+            return False
+        self.console.say(f"{entry.name} {reason}: restarting it in {delay:.0f}s "
+                         f"(crash {entry.policy.crashes} in a row; hstack logs {entry.name})")
+        entry.restart_at = now + delay
+        return True
 
     def shutdown(self) -> None:
         """Services first, then the model, then Redis last so workers can finish talking to it."""
-        stop_all(self.children, self.console)
-        if self.model is not None:
-            stop_all([self.model], self.console)
+        for entry in self.supervised:
+            entry.restart_at = None
+        services = [e.child for e in self.supervised if e.name not in ("model", "redis")]
+        stop_all(services, self.console)
+        stop_all([e.child for e in self.supervised if e.name == "model"], self.console)
         if self.redis is not None:
             self.redis.stop()
         self.console.say("stopped.")
+
+
+def log_tail(path: Path, lines: int) -> str:
+    """The last `lines` lines of a log file ("" when there is none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 64 * 1024))
+            return b"\n".join(f.read().splitlines()[-lines:]).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def make_url_safe(url: str) -> str:
@@ -199,14 +280,6 @@ def make_url_safe(url: str) -> str:
         return url.split("@")[-1]
 
 
-def _listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 def run(console: Console | None = None) -> int:
-    """`hstack run`: 0 after a clean stop on SIGINT/SIGTERM, 1 when the stack failed."""
+    """`hstack run`: 0 after a clean stop on SIGINT/SIGTERM, 1 when the stack failed to start or crash-looped."""
     return Supervisor(console or Console()).run()

@@ -20,6 +20,7 @@ class Service:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    detail: str = ""  # what the ready line says about it
 
 
 def python(*args: str) -> list[str]:
@@ -34,19 +35,20 @@ def services(settings: Settings, data_dir: Path) -> list[Service]:
         Service("api", python("-m", "uvicorn", "--factory", "services.api.main:create_app", "--host",
                               settings.api_host, "--port", str(settings.api_port), "--timeout-graceful-shutdown", "5")),
         Service("worker", python(*celery_worker, "-Q", "turns", "--concurrency", str(settings.worker_concurrency),
-                                 "-n", "worker@%h"), {"HSTACK_SERVICE": "worker"}),
+                                 "-n", "worker@%h"), {"HSTACK_SERVICE": "worker"}, "queue turns"),
         Service("reviewer", python(*celery_worker, "-Q", "review", "--concurrency", str(settings.worker_concurrency),
-                                   "-n", "reviewer@%h"), {"HSTACK_SERVICE": "reviewer"}),
+                                   "-n", "reviewer@%h"), {"HSTACK_SERVICE": "reviewer"}, "queue review"),
         Service("curator", python("-m", "celery", "-A", "services.curator.tasks", "worker", "-B", "-Q", "curator",
                                    "--pool", "threads", "--concurrency", "2", "-n", "curator@%h", *quiet,
                                    "--schedule", str(data_dir / "celerybeat-schedule")),
-                {"HSTACK_SERVICE": "curator"}),
+                {"HSTACK_SERVICE": "curator"}, "beat and queue curator"),
     ]
 
 
 def demo_model(port: int) -> Service:
     """The scripted demo model, served when no LLM_BASE_URL is configured."""
-    return Service("model", python("-m", "tests.fakes.model", "--host", "127.0.0.1", "--port", str(port), "--demo"))
+    return Service("model", python("-m", "services.demo_model", "--host", "127.0.0.1", "--port", str(port), "--demo"),
+                   detail=f"scripted demo model on http://127.0.0.1:{port}/v1")
 
 
 def configured(name: str) -> bool:
@@ -76,15 +78,11 @@ def demo_env(model_port: int) -> dict[str, str]:
     return {"LLM_BASE_URL": f"http://127.0.0.1:{model_port}/v1", "LLM_MODEL": DEMO_MODEL_NAME}
 
 
-DEMO_BANNER = """\
-==============================================================================
- DEMO MODE: no model is configured (LLM_BASE_URL is unset), so the scripted
- demo model answers. It only acknowledges what you write and can list your
- files; it does not think. To use a real model, put these in .env and restart:
-     LLM_BASE_URL=https://api.openai.com/v1   (or OpenRouter, Ollama, vLLM, …)
-     LLM_API_KEY=sk-…
-     LLM_MODEL=gpt-4o-mini
-=============================================================================="""
+DEMO_NOTE = """\
+DEMO MODE: no model is configured (LLM_BASE_URL is unset), so the scripted demo model answers.
+  It only acknowledges what you write and can list your files; it does not think. For a real model
+  put LLM_BASE_URL (OpenAI, OpenRouter, Ollama, vLLM, …), LLM_API_KEY and LLM_MODEL in .env and restart.
+"""
 
 
 def key_source() -> str:
@@ -102,7 +100,8 @@ def hstack_command() -> str:
         return str(script)
 
 
-def ready_banner(url: str, admin_key: str) -> str:
+def ready_banner(url: str, admin_key: str, demo: bool = False) -> str:
+    """The block printed last, once every service is ready."""
     cli = hstack_command()
     steps = [
         (f"{cli} users create alice", "creates a user and prints its API key once"),
@@ -115,5 +114,6 @@ def ready_banner(url: str, admin_key: str) -> str:
         f"  admin key: {admin_key}   (ADMIN_API_KEY {key_source()})\n"
         "Next steps:\n"
         + "".join(f"  {command.ljust(width)}  # {why}\n" for command, why in steps)
+        + (DEMO_NOTE if demo else "")
         + "Press Ctrl-C to stop.\n"
     )

@@ -12,6 +12,10 @@ from shared.queue.schedule import beat_schedule
 from shared.redis import redis_url
 
 
+BROKER_SOCKET_TIMEOUT_SECONDS = 15  # above kombu's 1 s BRPOP block, so an idle consumer never times out
+BROKER_HEALTH_CHECK_SECONDS = 10
+
+
 def make_celery(settings: Settings) -> Celery:
     url = redis_url(settings)
     app = Celery("hstack", broker=url, set_as_current=True)
@@ -27,7 +31,14 @@ def make_celery(settings: Settings) -> Celery:
         task_default_queue=QUEUE_TURNS,
         task_create_missing_queues=True,
         beat_schedule=beat_schedule(settings),
+        # A Redis that restarts (kill -9, `hstack run` bringing it back, a compose restart) must never take a
+        # worker down: reconnect forever, on startup and after a loss. Running turns keep running meanwhile;
+        # their leases, not the broker, decide who runs a turn.
+        broker_connection_retry=True,
         broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        broker_connection_timeout=5,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         broker_transport_options=_transport_options(settings),
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
@@ -37,7 +48,16 @@ def make_celery(settings: Settings) -> Celery:
 
 
 def _transport_options(settings: Settings) -> dict:
-    options: dict = {"visibility_timeout": settings.broker_visibility_timeout_seconds}
+    options: dict = {
+        "visibility_timeout": settings.broker_visibility_timeout_seconds,
+        # A dead or half-open broker connection is noticed within seconds (never a publish waiting forever):
+        # the timeouts bound every command, the health check pings idle connections before use.
+        "socket_timeout": BROKER_SOCKET_TIMEOUT_SECONDS,
+        "socket_connect_timeout": 5,
+        "socket_keepalive": True,
+        "retry_on_timeout": True,
+        "health_check_interval": BROKER_HEALTH_CHECK_SECONDS,
+    }
     if settings.broker_key_prefix:
         options["global_keyprefix"] = settings.broker_key_prefix
     return options

@@ -179,7 +179,7 @@ def test_demo_acknowledges_other_messages():
 
 def test_demo_server_runs_until_sigterm():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.model", "--port", str(port), "--demo"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "services.demo_model", "--port", str(port), "--demo"], cwd=ROOT,
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         assert proc.stdout.readline().strip() == f"scripted demo model listening on http://127.0.0.1:{port}/v1"

@@ -1,0 +1,133 @@
+"""What the scripted model answers: `Reply` and the helpers that build one."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+
+@dataclass(frozen=True)
+class ScriptedCall:
+    """One tool call the model will make; `arguments` is the raw JSON text sent on the wire."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Reply:
+    """One scripted answer: text and/or tool calls, or an HTTP error when `status` is not 200."""
+
+    text: str | None = None
+    tool_calls: list[ScriptedCall] = field(default_factory=list)
+    status: int = 200
+    message: str | None = None
+    retry_after: float | str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    latency: float | None = None
+    chunk_delay: float = 0.0
+    usage: dict[str, int] | None = None
+    finish_reason: str | None = None
+    drop_after: int | None = None  # hang up after this many stream events (0: before answering at all)
+
+    def __post_init__(self) -> None:
+        self.tool_calls = [c if isinstance(c, ScriptedCall) else _call(tuple(c)) for c in self.tool_calls]
+
+    @property
+    def is_error(self) -> bool:
+        return self.status >= 400
+
+    def final_reason(self) -> str:
+        """The finish_reason sent with the last choice."""
+        if self.finish_reason:
+            return self.finish_reason
+        return "tool_calls" if self.tool_calls else "stop"
+
+
+Responder = Callable[[dict], Reply]
+Scripted = Union[Reply, Responder]
+
+
+def text(content: str, latency: float | None = None, chunk_delay: float = 0.0, **kwargs: Any) -> Reply:
+    """A plain text answer (streamed word by word when the client streams)."""
+    return Reply(text=content, latency=latency, chunk_delay=chunk_delay, **kwargs)
+
+
+def _call(spec: tuple) -> ScriptedCall:
+    name, arguments, *rest = spec
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    call_id = rest[0] if rest else f"call_{uuid.uuid4().hex[:24]}"
+    return ScriptedCall(id=call_id, name=name, arguments=raw)
+
+
+def tool_call(calls: list[tuple], text: str | None = None, **kwargs: Any) -> Reply:
+    """Tool calls given as (name, args) or (name, args, id); args is a dict or a raw (maybe broken) string."""
+    return Reply(text=text, tool_calls=[_call(spec) for spec in calls], **kwargs)
+
+
+def fail(status: int = 429, message: str = "slow down", retry_after: float | str | None = None,
+         **kwargs: Any) -> Reply:
+    """An HTTP error in OpenAI's error shape, with a Retry-After header when given."""
+    return Reply(status=status, message=message, retry_after=retry_after, **kwargs)
+
+
+def estimate_tokens(chars: int) -> int:
+    """The fake's token count: one token per four characters, rounded up."""
+    return math.ceil(chars / 4)
+
+
+def message_text(message: dict) -> str:
+    """The text of one chat message, whether its content is a string or a list of parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _only_tool_results(message: dict) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(part, dict) and part.get("type") == "tool_result" for part in content)
+
+
+def latest_user_text(body: dict) -> str:
+    """The content of the last message whose role is "user" ("" when there is none).
+
+    Anthropic carries tool results in user messages; those are not what the user said, so they are skipped.
+    """
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user" and not _only_tool_results(message):
+            return message_text(message)
+    return ""
+
+
+def prompt_chars(body: dict) -> int:
+    """Characters of the prompt the usage estimate counts: contents, tool-call arguments, system."""
+    total = 0
+    system = body.get("system")
+    if isinstance(system, str):
+        total += len(system)
+    elif isinstance(system, list):
+        total += sum(len(block.get("text", "")) for block in system if isinstance(block, dict))
+    for message in body.get("messages") or []:
+        total += len(message_text(message))
+        for call in message.get("tool_calls") or []:
+            total += len((call.get("function") or {}).get("arguments") or "")
+    return total
+
+
+def usage_for(reply: Reply, body: dict) -> dict[str, int]:
+    """The usage numbers reported for a reply: scripted ones, else estimated."""
+    if reply.usage is not None:
+        prompt = reply.usage.get("prompt_tokens", 0)
+        completion = reply.usage.get("completion_tokens", 0)
+    else:
+        out_chars = len(reply.text or "") + sum(len(c.name) + len(c.arguments) for c in reply.tool_calls)
+        prompt, completion = estimate_tokens(prompt_chars(body)), estimate_tokens(out_chars)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

@@ -1,0 +1,57 @@
+"""Every Redis client the services use reconnects by itself to a Redis that was killed and restarted."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from services.api.main import _async_redis
+from shared.config import Settings
+from shared.redis import _sync_client, get_async_redis
+from tests.support.env import free_port, start_embedded_redis
+
+
+@pytest.fixture
+def restartable_redis(tmp_path):
+    """A private redis-server and a function that kill -9s it and starts it again on the same port."""
+    port = free_port()
+    url, proc = start_embedded_redis(tmp_path, port=port)
+    procs = [proc]
+
+    def restart() -> None:
+        procs[-1].kill()
+        procs[-1].wait(10)
+        procs.append(start_embedded_redis(tmp_path, port=port)[1])
+
+    yield url, restart
+    procs[-1].kill()
+    procs[-1].wait(10)
+
+
+def settings_for(url: str) -> Settings:
+    return Settings(REDIS_URL=url)
+
+
+def test_the_apis_async_client_answers_the_first_call_after_a_restart(restartable_redis):
+    """After kill -9 of the embedded Redis under `make run` and its restart (issue 9), the api's first /readyz
+    answered 503: the asyncio client failed the first command on each dead pooled connection instead of
+    reconnecting."""
+    url, restart = restartable_redis
+
+    async def scenario() -> None:
+        for client in (_async_redis(settings_for(url)), get_async_redis(settings_for(url))):
+            assert await client.ping()
+            restart()
+            assert await client.ping(), "the first command after the restart succeeds"
+            await client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_the_sync_client_answers_the_first_call_after_a_restart(restartable_redis):
+    url, restart = restartable_redis
+    client = _sync_client(url)
+    assert client.ping()
+    restart()
+    assert client.ping()
