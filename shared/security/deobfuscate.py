@@ -40,7 +40,7 @@ _LEET_L = str.maketrans({**_LEET, "1": "l"})
 _TOKEN = re.compile(r"[\w@$!|]+")
 _HAS_LEET = re.compile(r"[0134573@$!|]")
 # Kept as written while folding: the exfiltration patterns need the address or URL itself.
-_ADDRESS = re.compile(r"\S+@[\w-]+\.[\w.-]+|\S*https?://\S+")
+_ADDRESS = re.compile(r"[^\s@]{1,64}@[\w-]{1,63}\.[\w.-]{1,253}|https?://\S{1,2048}")
 
 
 def variants(text: str) -> list[str]:

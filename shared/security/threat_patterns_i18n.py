@@ -10,7 +10,7 @@ from __future__ import annotations
 
 FILL = r"(?:\w+\W+){0,8}?"
 FEW = r"(?:\w+\W+){0,3}?"
-EMAIL = r"\S+@[\w-]+\.[\w.-]+"
+EMAIL = r"[^\s@]{1,64}@[\w-]{1,63}\.[\w.-]{1,253}"
 TARGET = (rf"(?:{EMAIL}|\S*https?://|\S*webhook|(?:mon|ma|notre|ce|cette|une?|meinen|meine|unseren|unsere|einen|eine"
           r"|diesen|diese|mi|nuestro|nuestra|este|esta|il\W+mio|la\W+mia|mio|mia|nostro|questo|questa|meu|minha|nosso"
           r"|nossa|um|uma)\W+(?:serveur|adresse|server|servidor|direccion|correo|indirizzo|endereco|webhook|url"

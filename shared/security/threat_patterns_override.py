@@ -16,7 +16,7 @@ WAS_GIVEN = (r"(?:(?:that\W+)?you\W+(?:(?:were|have\W+been|had\W+been)\W+(?:give
              r"|previously|above|so\W+far|until\W+now))\b")
 AGENT_QUAL = (r"(?:your|the\W+(?:earlier|previous|prior|original|initial|above|preceding|system|developers?'?s?)"
               r"|earlier|previous|prior|original|initial|preceding)")
-EMAIL = r"\S+@[\w-]+\.[\w.-]+"
+EMAIL = r"[^\s@]{1,64}@[\w-]{1,63}\.[\w.-]{1,253}"
 TARGET = (rf"(?:{EMAIL}|\S*https?://|\S*webhook|(?:my|this|our|an?\W+(?:external|remote|outside|personal))\W+"
           r"(?:server|endpoint|url|webhook|address|e-?mail(?:\W+address)?|inbox|host|account))")
 LOOT = (r"(?:passwords?|passphrases?|credentials|secrets?|api\W+keys?|keys|tokens?|2fa\W+codes?|otp\W+codes?"
