@@ -37,7 +37,8 @@ _KNOWN = frozenset(_VOCABULARY)
 _LEET = {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i", "|": "l"}
 _LEET_I = str.maketrans(_LEET)
 _LEET_L = str.maketrans({**_LEET, "1": "l"})
-_TOKEN = re.compile(r"[\w@$!|]+")
+# A word holding at least one leet character: starts only at a word's start, so each word is read once.
+_TOKEN = re.compile(r"(?<![\w@$!|])[\w@$!|]*?[0134573@$!|][\w@$!|]*")
 _HAS_LEET = re.compile(r"[0134573@$!|]")
 # Kept as written while folding: the exfiltration patterns need the address or URL itself.
 _ADDRESS = re.compile(r"[^\s@]{1,64}@[\w-]{1,63}\.[\w.-]{1,253}|https?://\S{1,2048}")
