@@ -2,9 +2,15 @@
 
 `scan(text)` returns the first `Finding` or None. Order of checks:
 1. invisible and bidi control characters, on the RAW text (they are the splitting trick itself);
-2. NFKC normalisation (full-width, mathematical and circled letters become plain), removal of every
-   other format character, casefold, a small Cyrillic/Greek look-alike fold (beyond the anchor, which
-   leaves confusables alone), then the patterns of `threat_patterns` in their order.
+2. NFKC normalisation (full-width, mathematical and circled letters become plain), accents stripped
+   (so the other languages' patterns need no accents), removal of every other format character,
+   casefold, a small Cyrillic/Greek look-alike fold (beyond the anchor, which leaves confusables
+   alone), then the patterns of `threat_patterns` in their order;
+3. the same patterns on the other readings of that text (`deobfuscate`: spaced or dotted letters
+   closed up, leetspeak folded);
+4. base64 and hex runs that decode to text (`encoded`), scanned again from step 1, two levels deep.
+A filter of known families, not a proof of safety: see the README's "What the memory scanner does and
+does not promise".
 Only the first `MAX_SCAN_CHARS` characters are scanned, which bounds the time. Longer input is not
 let through unscanned: when the scanned head is clean, the over-size finding `oversize` is returned,
 so a payload placed after the cap is never accepted (callers with larger documents split them).
@@ -16,6 +22,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from shared.security.deobfuscate import variants
+from shared.security.encoded import MAX_DEPTH, decoded_runs
 from shared.security.threat_patterns import PATTERNS, WORD
 
 MAX_SCAN_CHARS = 65_536
@@ -41,6 +49,9 @@ _LOOKALIKE_MAP = {
 _LOOKALIKES = str.maketrans(_LOOKALIKE_MAP)
 _HAS_LOOKALIKE = re.compile(f"[{''.join(_LOOKALIKE_MAP)}]")  # translate() is slow; most text needs none
 
+# Combining accents of Latin, Greek and Cyrillic letters (not the kana voicing marks, which carry meaning).
+_ACCENTS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+
 PATTERN_MESSAGE = (
     "Blocked: content matches threat pattern '{id}'. Content is injected into the system prompt and "
     "must not contain injection or exfiltration payloads."
@@ -59,7 +70,7 @@ class Finding:
 def scan(text: str) -> Finding | None:
     """The first threat found in `text`, or None when it is clean."""
     head = text[:MAX_SCAN_CHARS]
-    finding = _invisible(head) or _pattern(normalise(head))
+    finding = _invisible(head) or _threat(head, 0)
     if finding is None and len(text) > MAX_SCAN_CHARS:
         return Finding(
             "oversize", "oversize",
@@ -70,11 +81,29 @@ def scan(text: str) -> Finding | None:
 
 
 def normalise(text: str) -> str:
-    """The form patterns run on: NFKC, format characters removed, casefolded, look-alikes folded."""
+    """The form patterns run on: NFKC, accents and format characters removed, casefolded, look-alikes folded."""
     if text.isascii():  # the common case: nothing to normalise or fold
         return text.lower()
-    folded = FORMAT_CHARS.sub("", unicodedata.normalize("NFKC", text)).casefold()
+    plain = _ACCENTS.sub("", unicodedata.normalize("NFKD", FORMAT_CHARS.sub("", text)))
+    folded = unicodedata.normalize("NFC", plain).casefold()
     return folded.translate(_LOOKALIKES) if _HAS_LOOKALIKE.search(folded) else folded
+
+
+def _threat(text: str, depth: int) -> Finding | None:
+    """The first pattern found in any reading of `text`, or in the text its encoded runs hide."""
+    normalised = normalise(text)
+    for reading in (normalised, *variants(normalised)):
+        finding = _pattern(reading)
+        if finding is not None:
+            return finding
+    if depth >= MAX_DEPTH:
+        return None
+    for kind, decoded in decoded_runs(text):
+        inner = _invisible(decoded) or _threat(decoded, depth + 1)
+        if inner is not None:
+            return Finding(f"{kind}:{inner.pattern_id}", inner.category,
+                           f"Blocked: content hides a {kind}-encoded payload. {inner.message}")
+    return None
 
 
 def _invisible(text: str) -> Finding | None:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from shared.security import threat_patterns_i18n, threat_patterns_override
+
 FILL = r"(?:\w+\W+){0,8}?"  # up to 8 filler words
 FEW = r"(?:\w+\W+){0,3}?"
 SECRET_VAR = r"\$\{?\w*(?:key|token|secret|passw(?:or)?d|credential|api|auth)\w*\}?"
@@ -284,8 +286,12 @@ def _starts(pid: str, spec: str) -> tuple[tuple[str, bool], ...]:
     return tuple((start, not prefixes and WORD.fullmatch(start) is not None) for start in spec.split())
 
 
+# The anchor's families first, then paraphrases, forged prefixes and e-mail exfiltration, then other languages.
+_ALL_SOURCES = _SOURCES + threat_patterns_override.SOURCES + threat_patterns_i18n.SOURCES
+_ALL_REQUIRES = {**_REQUIRES, **threat_patterns_override.REQUIRES, **threat_patterns_i18n.REQUIRES}
+
 PATTERNS: tuple[ThreatPattern, ...] = tuple(
-    ThreatPattern(pid, category, _starts(pid, starts), _REQUIRES.get(pid, ()), re.compile(source),
+    ThreatPattern(pid, category, _starts(pid, starts), _ALL_REQUIRES.get(pid, ()), re.compile(source),
                   pid not in _NO_LEFT_BOUNDARY)
-    for pid, category, starts, source in _SOURCES
+    for pid, category, starts, source in _ALL_SOURCES
 )

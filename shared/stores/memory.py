@@ -42,6 +42,12 @@ class MemoryRequest:
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
+    def contents(self) -> list[str]:
+        """The entry texts this request would store (add and replace contents), for a classifier to judge."""
+        ops = self.operations if isinstance(self.operations, list) else [self.to_json()]
+        return [op["content"] for op in ops
+                if isinstance(op, dict) and op.get("action") in ("add", "replace") and isinstance(op.get("content"), str)]
+
     def summary(self) -> str:
         """One line saying what the write would do, for people deciding on staged writes."""
         if self.operations is not None:

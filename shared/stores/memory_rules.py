@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from shared.security.fences import neutralise
 from shared.stores.memory_files import DELIMITER, render
 
 ACTIONS = ("add", "replace", "remove")
@@ -31,7 +32,8 @@ class RuleError(Exception):
 
 @dataclass(frozen=True)
 class Op:
-    """One change: `content` and `old_text` already stripped ("" when absent)."""
+    """One change: `content` stripped and neutralised (no fence tag or system-note marker can be stored),
+    `old_text` stripped ("" when absent)."""
 
     action: str
     content: str = ""
@@ -39,7 +41,7 @@ class Op:
 
     @classmethod
     def of(cls, action: Any, content: Any = None, old_text: Any = None) -> "Op":
-        return cls(str(action or ""), _text(content), _text(old_text))
+        return cls(str(action or ""), neutralise(_text(content)), _text(old_text))
 
 
 def _text(value: Any) -> str:
@@ -81,8 +83,10 @@ def check(op: Op) -> None:
 
 
 def find(entries: list[str], old_text: str) -> int:
-    """The index of the one entry containing `old_text`; identical duplicates resolve to the first."""
-    hits = [i for i, entry in enumerate(entries) if old_text in entry]
+    """The index of the one entry containing `old_text` (as typed, or as it was stored: neutralised);
+    identical duplicates resolve to the first."""
+    stored = neutralise(old_text)
+    hits = [i for i, entry in enumerate(entries) if old_text in entry or stored in entry]
     if not hits:
         raise RuleError("memory_no_match", f"No entry matched '{old_text}'.")
     if len({entries[i] for i in hits}) > 1:

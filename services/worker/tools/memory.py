@@ -7,8 +7,9 @@ from collections import OrderedDict
 from typing import Any
 
 from shared.db import get_database
+from shared.security.classifier import SAFE, UNSAFE, classify_texts
 from shared.stores import memory_staged
-from shared.stores.memory import MemoryRequest, MemoryStore
+from shared.stores.memory import MemoryRequest, MemoryStore, failure
 from services.worker.tools.registry import Tool, ToolContext, register
 
 MAX_FAILURES = 3
@@ -46,6 +47,9 @@ def memory(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     """Apply (or stage, under MEMORY_WRITE_APPROVAL) one memory write of the calling user."""
     request = MemoryRequest.from_args(args)
     store = MemoryStore.for_user(ctx.settings, ctx.user_id)
+    judged = _second_opinion(ctx, store, request)
+    if judged is not None:
+        return judged
     if ctx.settings.memory_write_approval:
         refused = store.precheck(request)
         if refused is not None:
@@ -66,6 +70,26 @@ def memory(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     return {"success": False, "done": True,
             "error": f"Memory writes failed {failures} times this turn. Stop retrying: leave memory as it is and "
                      "continue with your reply to the user."}
+
+
+def _second_opinion(ctx: ToolContext, store: MemoryStore, request: MemoryRequest) -> dict[str, Any] | None:
+    """Under MEMORY_SCAN_MODEL: refuse what the classifier calls unsafe, stage what it could not judge."""
+    if not ctx.settings.memory_scan_model:
+        return None
+    refused = store.precheck(request)  # the patterns first: the classifier sees only what they let through
+    if refused is not None:
+        return refused.payload
+    verdict = classify_texts(ctx.settings, request.contents())
+    if verdict.outcome == SAFE:
+        return None
+    if verdict.outcome == UNSAFE:
+        return failure("memory_blocked", f"Blocked: {verdict.reason}. Content is injected into the system prompt "
+                                         "and must not contain injection or exfiltration payloads.").payload
+    staged = memory_staged.stage(get_database(ctx.settings.sqlalchemy_url), ctx.settings, ctx.user_id, request,
+                                 session_id=ctx.session_id)
+    return {"success": True, "staged": True, "pending_id": staged.id,
+            "message": f"Memory write staged: {verdict.reason}, so the user must approve it before it is saved. "
+                       "Do not repeat it."}
 
 
 DESCRIPTION = (

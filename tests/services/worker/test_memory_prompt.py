@@ -132,7 +132,7 @@ def test_an_entry_cannot_close_the_notes_fence(db, settings, user, model, make_r
     run_turns(db, runtime, user.id, chat.id, "second")
 
     note = model.requests[-1].body["messages"][-1]["content"]
-    assert note.count("</memory-update>") == 1 and "+ added: Tag soup  ends here" in note
+    assert note.count("</memory-update>") == 1 and "+ added: Tag soup ‹/memory-update› ends here" in note
 
 
 def test_a_user_never_sees_another_users_memory_in_prompts_or_notes(db, settings, user, model, make_runtime):
