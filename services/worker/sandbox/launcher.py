@@ -77,6 +77,17 @@ def hand_over(workspace: Path, uid: int) -> None:
                 os.chown(name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
 
 
+def check_reachable(workspace: Path, uid: int) -> None:
+    """bwrap resolves the workspace path as the sandbox uid: every parent folder must let it pass."""
+    for parent in Path(workspace).resolve().parents:
+        st = os.stat(parent)
+        if not (st.st_mode & 0o001 or (st.st_uid == uid and st.st_mode & 0o100)
+                or (st.st_gid == uid and st.st_mode & 0o010)):
+            raise SandboxUnavailable(
+                "the terminal sandbox cannot reach the workspace: a parent folder of DATA_DIR/users/<id>/workspace "
+                f"is not searchable by TERMINAL_SANDBOX_UID ({uid}); chmod o+x that folder or choose another uid")
+
+
 def bwrap_path() -> str:
     """The bwrap binary, or a SandboxUnavailable naming the fix."""
     found = shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin:" + os.environ.get("PATH", ""))
@@ -121,7 +132,7 @@ def bwrap_argv(sandbox: Sandbox, workspace_fd: int, command: str) -> list[str]:
     argv += _system_binds()
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     argv += _masks(sandbox.hidden)
-    argv += ["--bind-fd", str(workspace_fd), MOUNT_POINT, "--chdir", MOUNT_POINT]
+    argv += ["--bind-fd", str(workspace_fd), MOUNT_POINT, "--remount-ro", "/", "--chdir", MOUNT_POINT]
     # The process limit is set inside the new user namespace, so it counts this sandbox only.
     prologue = f'ulimit -u {sandbox.limits.max_processes} || exit 126; exec /bin/bash -c "$1"'
     return argv + ["--", "/bin/bash", "-c", prologue, "sandbox", command]
@@ -171,6 +182,8 @@ def launch(command: str, *, workspace: Path, sandbox: Sandbox, stdout, stderr=su
         preexec = sandbox.limits.preexec(nproc=uid is not None)
         return subprocess.Popen(["/bin/bash", "-c", command], cwd=workspace, env=env, preexec_fn=preexec, **common)
     check(sandbox)
+    if uid is not None:
+        check_reachable(workspace, uid)
     fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
     try:
         argv = bwrap_argv(sandbox, fd, command)
