@@ -12,6 +12,8 @@ from .guardian import guardian_messages, parse_verdict
 from .patterns import dangerous as dangerous_in
 
 MAX_COMMAND_CHARS = 10_000
+# Deeply nested substitutions are where the parser's cost grows fastest; no daily command needs this many.
+MAX_SUBSTITUTIONS = 64
 Guardian = Callable[[list[dict]], str]
 
 
@@ -32,9 +34,15 @@ def normalise(command: str) -> list[str]:
 
 def hardline(command: str, max_chars: int = MAX_COMMAND_CHARS) -> str | None:
     """Why the command may never run, or None. Over-long commands cannot be checked, so they may not run."""
+    return _too_big(command, max_chars) or floor(analyse(command))
+
+
+def _too_big(command: str, max_chars: int) -> str | None:
     if len(command) > max_chars:
         return f"the command is longer than {max_chars} characters and cannot be checked"
-    return floor(analyse(command))
+    if command.count("$(") + command.count("`") // 2 + command.count("<(") > MAX_SUBSTITUTIONS:
+        return f"the command nests more than {MAX_SUBSTITUTIONS} substitutions and cannot be checked"
+    return None
 
 
 def dangerous(command: str) -> str | None:
@@ -71,8 +79,9 @@ def decide(command: str, mode: str, *, deny: tuple[str, ...] = (), guardian: Gua
            interactive: bool = True, session_approved: frozenset[str] = frozenset(),
            max_chars: int = MAX_COMMAND_CHARS) -> Decision:
     """Hard-line floor, then the deny list, then the mode (off / manual / smart)."""
-    if len(command) > max_chars:
-        return Decision("refuse", f"the command is longer than {max_chars} characters and cannot be checked", "hardline")
+    too_big = _too_big(command, max_chars)
+    if too_big:
+        return Decision("refuse", too_big, "hardline")
     analysis = analyse(command)
     reason = floor(analysis)
     if reason:

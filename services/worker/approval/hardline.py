@@ -113,7 +113,7 @@ def command_floor(cmd: Cmd) -> str | None:
         return _recursive_delete(cmd)
     if name == "find":
         return _find_delete(cmd)
-    if name.startswith("mkfs") or name in ("mke2fs", "mkswap", "newfs"):
+    if name == "mkfs" or name.startswith("mkfs.") or name in ("mke2fs", "mkswap", "newfs"):
         return f"formatting a filesystem ({name})"
     if name in POWER:
         return f"{name} of the machine"

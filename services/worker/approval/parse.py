@@ -133,7 +133,8 @@ class Walker:
                 if static is not None and sub.kind == "commandsubstitution":
                     value = value.replace(original, static.strip(), 1)
                     substituted = True
-        return expand(value, self.variables, force_split=substituted)
+        quoted = self.source[p.pos[0]:p.pos[0] + 1] in ("'", '"')
+        return expand(value, self.variables, force_split=substituted and not quoted)
 
     # --- one simple command --------------------------------------------------------------------
     def add(self, words: list[str], redirects: list[tuple[str, str]], piped_in: bool) -> Cmd | None:
