@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import bashlex
 
-from .commands import SHELLS, Cmd, program_name, strip_prefixes
+from .commands import SHELLS, Cmd, strip_prefixes
 from .words import decode_base64, decode_hex, echo_escapes, expand, pre_parse
 
 MAX_DEPTH = 6
@@ -288,7 +288,3 @@ def evaluate(stages: list[Cmd]) -> str | None:
         if data is None:
             return None
     return data
-
-
-def name_of(word: str) -> str:
-    return program_name(word)
