@@ -9,6 +9,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# bubblewrap: the terminal's per-user sandbox (TERMINAL_SANDBOX=bwrap).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
+
 RUN groupadd --system --gid 10001 hstack \
     && useradd --system --uid 10001 --gid hstack --home-dir /app --shell /usr/sbin/nologin hstack \
     && mkdir -p /data \

@@ -43,6 +43,8 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.recall
 	@$(BIN)/python -m bench.locomo
 	@$(BIN)/python -m bench.search
+	@$(BIN)/python -m bench.sandbox
+	@$(BIN)/python -m bench.approval
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -38,6 +38,19 @@ class Settings(BaseSettings):
     llm_retry_after_cap_seconds: float = Field(600.0, alias="LLM_RETRY_AFTER_CAP_SECONDS")
 
     approval_mode: str = Field("smart", alias="APPROVAL_MODE")
+    approval_deny_patterns: str = Field("", alias="APPROVAL_DENY_PATTERNS")
+    approval_max_command_chars: int = Field(10_000, ge=100, le=100_000, alias="APPROVAL_MAX_COMMAND_CHARS")
+
+    terminal_sandbox: str = Field("bwrap", alias="TERMINAL_SANDBOX")
+    terminal_network: bool = Field(True, alias="TERMINAL_NETWORK")
+    terminal_env_passthrough: str = Field("", alias="TERMINAL_ENV_PASSTHROUGH")
+    terminal_cpu_seconds: int = Field(300, ge=1, alias="TERMINAL_CPU_SECONDS")
+    terminal_memory_mb: int = Field(4096, ge=16, alias="TERMINAL_MEMORY_MB")
+    terminal_max_processes: int = Field(256, ge=4, alias="TERMINAL_MAX_PROCESSES")
+    terminal_max_file_mb: int = Field(1024, ge=1, alias="TERMINAL_MAX_FILE_MB")
+    terminal_sandbox_uid: int = Field(65534, ge=1, alias="TERMINAL_SANDBOX_UID")
+    terminal_max_background: int = Field(4, ge=0, alias="TERMINAL_MAX_BACKGROUND")
+    terminal_background_lifetime_seconds: float = Field(3600.0, gt=0, alias="TERMINAL_BACKGROUND_LIFETIME_SECONDS")
 
     max_iterations: int = Field(90, alias="AGENT_MAX_ITERATIONS")
     tool_timeout_seconds: float = Field(120.0, gt=0, alias="TOOL_TIMEOUT_SECONDS")
@@ -98,6 +111,14 @@ class Settings(BaseSettings):
         value = value.strip().lower()
         if value not in {"manual", "smart", "off"}:
             raise ValueError("APPROVAL_MODE must be manual, smart or off")
+        return value
+
+    @field_validator("terminal_sandbox")
+    @classmethod
+    def _known_sandbox(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value not in {"bwrap", "none"}:
+            raise ValueError("TERMINAL_SANDBOX must be bwrap or none")
         return value
 
     @field_validator("curator_archive_after_days")

@@ -1,0 +1,111 @@
+"""One simple command as the gate sees it: prefixes gone, real program name, canonical options."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+from .words import has_glob
+
+SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox-sh"}
+# Programs whose only job is to run the rest of the line: (name, options taking a value).
+PREFIXES = {
+    "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
+    "command": set(), "builtin": set(), "exec": {"-a"}, "nohup": set(), "setsid": set(),
+    "time": set(), "nice": {"-n", "--adjustment"}, "ionice": {"-c", "-n", "-p"}, "stdbuf": {"-i", "-o", "-e"},
+    "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group", "--host", "--prompt"},
+    "doas": {"-u", "-C"}, "chrt": set(), "taskset": set(), "unbuffer": set(), "caffeinate": set(),
+    "timeout": {"-s", "--signal", "-k", "--kill-after"}, "busybox": set(), "chroot": set(), "flock": {"-w", "-E"},
+}
+# Commands whose clustered short options mean separate flags (-rf == -r -f).
+CLUSTERED = {"rm", "cp", "mv", "chmod", "chown", "chgrp", "shred", "ln", "git", "sed"}
+LONG_TO_SHORT = {
+    "rm": {"--recursive": "-r", "--force": "-f", "-R": "-r", "--dir": "-d", "--interactive=never": "-f"},
+    "chmod": {"--recursive": "-R"}, "chown": {"--recursive": "-R"}, "chgrp": {"--recursive": "-R"},
+    "cp": {"--recursive": "-r", "-R": "-r", "--force": "-f"}, "mv": {"--force": "-f"},
+    "sed": {"--in-place": "-i"},
+}
+KNOWN_PROGRAMS = ("rm", "mkfs", "dd", "shutdown", "reboot", "halt", "poweroff", "init", "kill", "sudo",
+                  "chmod", "chown", "bash", "sh", "curl", "wget", "python", "python3", "perl", "shred")
+
+
+@dataclass
+class Cmd:
+    """argv after prefix stripping; redirects as (operator, target); how it gets its stdin."""
+
+    argv: list[str]
+    redirects: list[tuple[str, str]] = field(default_factory=list)
+    prefixes: list[str] = field(default_factory=list)
+    sudo_flags: set[str] = field(default_factory=set)
+    piped_in: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.argv[0] if self.argv else ""
+
+    def text(self) -> str:
+        """The canonical spelling every pattern is written against."""
+        head = " ".join([self.name, *canonical_args(self.name, self.argv[1:])]).strip()
+        return " ".join([head, *(f"{op} {target}" for op, target in self.redirects)])
+
+
+def program_name(word: str) -> str:
+    """`/bin/rm` -> rm; a glob such as `/???/r?` resolves to the known program it matches."""
+    base = posixpath.basename(word.rstrip("/")) or word
+    if has_glob(base):
+        for known in KNOWN_PROGRAMS:
+            if fnmatchcase(known, base):
+                return known
+    return base
+
+
+def canonical_args(name: str, args: list[str]) -> list[str]:
+    """Split clustered short flags and spell long ones short, for commands where that is safe."""
+    table = LONG_TO_SHORT.get(name, {})
+    out: list[str] = []
+    for arg in args:
+        arg = table.get(arg, arg)
+        if name in CLUSTERED and len(arg) > 2 and arg[0] == "-" and arg[1] != "-" and arg[1:].isalpha():
+            out += [table.get(f"-{c}", f"-{c}") for c in arg[1:]]
+        else:
+            out.append(arg)
+    if name == "rm":  # the order of rm's options never matters
+        flags = sorted({a for a in out if a.startswith("-") and a != "--"})
+        return flags + [a for a in out if not a.startswith("-") or a == "--"]
+    return out
+
+
+def strip_prefixes(argv: list[str]) -> tuple[list[str], list[str], set[str]]:
+    """Remove env/sudo/exec/... wrappers and leading VAR=value words; returns (argv, prefixes, sudo flags)."""
+    prefixes: list[str] = []
+    sudo_flags: set[str] = set()
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        name = program_name(word)
+        if "=" in word and not word.startswith("-") and word.split("=", 1)[0].isidentifier():
+            i += 1
+            continue
+        if name not in PREFIXES:
+            break
+        prefixes.append(name)
+        takes_value = PREFIXES[name]
+        i += 1
+        while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+            opt = argv[i]
+            if name == "sudo":
+                sudo_flags |= ({opt} if opt.startswith("--") else {f"-{c}" for c in opt[1:]})
+            i += 2 if opt in takes_value else 1
+            if opt == "--":
+                break
+        if name == "timeout" and i < len(argv):
+            i += 1  # the duration
+        if name in ("nice", "chrt", "taskset") and i < len(argv) and argv[i].lstrip("-").isdigit():
+            i += 1
+        if name == "chroot" and i < len(argv):
+            i += 1  # the new root
+    rest = argv[i:]
+    if rest:
+        rest = [program_name(rest[0]), *rest[1:]]
+    return rest, prefixes, sudo_flags

@@ -1,0 +1,290 @@
+"""A command line into the simple commands it really runs, seen through quoting, nesting and encoding.
+
+bashlex gives the structure; words.py undoes what it cannot see. When bashlex gives up, a
+quote-aware tokenizer splits the line at its operators and the result is marked `unparsed`, so the
+gate can fail closed on it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+import bashlex
+
+from .commands import SHELLS, Cmd, strip_prefixes
+from .words import decode_base64, decode_hex, echo_escapes, expand, pre_parse
+
+MAX_DEPTH = 6
+INTERPRETERS = {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh", "awk", "gawk"}
+EMBEDDED_SHELL = re.compile(r"(?:system|popen|call|run|check_output|check_call|exec|execSync|spawn|Popen)\s*\(\s*\[?\s*(['\"])(.+?)\1")
+HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z_0-9]*)\2")
+OPERATOR = re.compile(r"^[;&|()]+$")
+REDIRECT = re.compile(r"^(\d*)(>>?|<<<|<|>\||&>>?|<>)$")
+DECODERS = {"base64", "xxd", "openssl", "rev", "printf"}
+
+
+@dataclass
+class Analysis:
+    """Everything one command line would run, and what made it hard to see."""
+
+    commands: list[Cmd] = field(default_factory=list)
+    pipelines: list[list[Cmd]] = field(default_factory=list)
+    functions: dict[str, list[Cmd]] = field(default_factory=dict)
+    forking_functions: set[str] = field(default_factory=set)
+    texts: list[str] = field(default_factory=list)
+    notes: set[str] = field(default_factory=set)
+    unparsed: bool = False
+    too_deep: bool = False
+
+
+def analyse(text: str) -> Analysis:
+    """The simple commands of `text`, nested shells and decoded payloads included."""
+    analysis = Analysis()
+    Walker(analysis, 0, {}).run(text)
+    return analysis
+
+
+class Walker:
+    """Walks one shell text (and, recursively, the texts it runs)."""
+
+    def __init__(self, analysis: Analysis, depth: int, variables: dict[str, str]) -> None:
+        self.a, self.depth, self.variables = analysis, depth, variables
+        self.source = ""
+        self.cwd: str | None = None
+
+    def run(self, text: str) -> None:
+        if self.depth > MAX_DEPTH:
+            self.a.too_deep = True
+            return
+        self.a.texts.append(text)
+        self._heredocs(text)
+        self.source = pre_parse(text)
+        try:
+            trees = bashlex.parse(self.source)
+        except Exception:  # bashlex raises several types, RecursionError among them
+            self.a.unparsed = True
+            self._fallback(self.source)
+            return
+        for tree in trees:
+            self.node(tree)
+
+    def nested(self, text: str) -> None:
+        Walker(self.a, self.depth + 1, dict(self.variables)).run(text)
+
+    # --- the syntax tree -----------------------------------------------------------------------
+    def node(self, n, piped_in: bool = False):
+        kind = n.kind
+        if kind == "command":
+            return self.command(n, piped_in)
+        if kind == "pipeline":
+            stages = [p for p in n.parts if p.kind != "pipe"]
+            cmds = [c for i, st in enumerate(stages) if isinstance(c := self.node(st, i > 0), Cmd)]
+            self.pipeline(cmds)
+            return cmds
+        if kind == "function":
+            self.function(n)
+            return None
+        for child in [*getattr(n, "parts", []), *getattr(n, "list", [])]:
+            if hasattr(child, "kind") and child.kind not in ("operator", "reservedword", "pipe"):
+                self.node(child)
+        return None
+
+    def function(self, n) -> None:
+        name = n.name.word
+        start = len(self.a.commands)
+        self.node(n.body)
+        body = self.a.commands[start:]
+        self.a.functions[name] = body
+        text = self.source[n.body.pos[0]:n.body.pos[1]]
+        calls = sum(1 for c in body if c.name == name)
+        if calls >= 2 or (calls and re.search(r"&(?!&)", text)):
+            self.a.forking_functions.add(name)
+
+    def command(self, n, piped_in: bool) -> Cmd | None:
+        words: list[str] = []
+        redirects: list[tuple[str, str]] = []
+        assigned: dict[str, str] = {}
+        for p in n.parts:
+            if p.kind == "assignment":
+                name, _, _ = p.word.partition("=")
+                assigned[name] = " ".join(self.word(p)).partition("=")[2]
+            elif p.kind == "word":
+                words += self.word(p)
+            elif p.kind == "redirect":
+                target = p.output
+                value = " ".join(self.word(target)) if getattr(target, "kind", None) == "word" else str(target)
+                redirects.append((p.type, value))
+        if not words:
+            self.variables.update(assigned)
+            return None
+        return self.add(words, redirects, piped_in)
+
+    def word(self, p) -> list[str]:
+        """A word's fields: command substitutions walked (and replaced when their output is static)."""
+        value, substituted = p.word, False
+        for sub in getattr(p, "parts", []):
+            if sub.kind in ("commandsubstitution", "processsubstitution"):
+                produced = self.node(sub.command)
+                stages = produced if isinstance(produced, list) else [produced] if isinstance(produced, Cmd) else []
+                static = evaluate(stages) if stages else None
+                original = self.source[sub.pos[0]:sub.pos[1]]
+                if static is not None and sub.kind == "commandsubstitution":
+                    value = value.replace(original, static.strip(), 1)
+                    substituted = True
+        quoted = self.source[p.pos[0]:p.pos[0] + 1] in ("'", '"')
+        return expand(value, self.variables, force_split=substituted and not quoted)
+
+    # --- one simple command --------------------------------------------------------------------
+    def add(self, words: list[str], redirects: list[tuple[str, str]], piped_in: bool) -> Cmd | None:
+        argv, prefixes, sudo_flags = strip_prefixes(words)
+        if not argv:
+            return None
+        fed = piped_in or any(op in ("<<<", "<") for op, _ in redirects)
+        cmd = Cmd(argv, redirects, prefixes, sudo_flags, fed)
+        cmd.cwd = self.cwd  # type: ignore[attr-defined]
+        self.a.commands.append(cmd)
+        if cmd.name == "cd" and len(argv) > 1:
+            self.cwd = argv[1] if argv[1].startswith(("/", "~")) else self.cwd
+        self.inner(cmd)
+        return cmd
+
+    def inner(self, cmd: Cmd) -> None:
+        """Walk what a command runs in turn: shells' -c, eval, su -c, xargs, find -exec, trap, here-strings."""
+        name, args = cmd.name, cmd.argv[1:]
+        if name in SHELLS or name == "su":
+            for i, arg in enumerate(args):
+                if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:] and i + 1 < len(args):
+                    self.a.notes.add("runs a nested shell command")
+                    self.nested(args[i + 1])
+                    break
+            for op, target in cmd.redirects:
+                if op == "<<<":
+                    self.a.notes.add("runs a nested shell command")
+                    self.nested(target)
+        elif name == "eval" and args:
+            self.a.notes.add("runs a nested shell command (eval)")
+            self.nested(" ".join(args))
+        elif name in ("watch", "trap") and args:
+            self.nested(args[0] if name == "trap" else " ".join(a for a in args if not a.startswith("-")))
+        elif name == "xargs":
+            rest = skip_options(args, {"-I", "-i", "-n", "-P", "-d", "-L", "-s", "-E", "-a", "--max-args"})
+            if rest:
+                self.add(rest, [], True)
+        elif name == "find":
+            for i, arg in enumerate(args):
+                if arg in ("-exec", "-execdir", "-ok", "-okdir"):
+                    end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+", "\\;")), len(args))
+                    if args[i + 1:end]:
+                        self.add(args[i + 1:end], [], False)
+        elif name in INTERPRETERS:
+            for arg in args:
+                for m in EMBEDDED_SHELL.finditer(arg):
+                    self.nested(m.group(2))
+
+    def pipeline(self, cmds: list[Cmd]) -> None:
+        """Record the pipeline; decode what flows into a shell and walk it too."""
+        self.a.pipelines.append(cmds)
+        for i, cmd in enumerate(cmds):
+            reads_stdin = cmd.name in SHELLS and not any(not a.startswith("-") or "c" in a for a in cmd.argv[1:])
+            if i and reads_stdin:
+                payload = evaluate(cmds[:i])
+                if any(c.name in DECODERS for c in cmds[:i]):
+                    self.a.notes.add("decoded content piped to a shell")
+                if payload is not None:
+                    self.nested(payload)
+
+    # --- heredocs and the fallback -------------------------------------------------------------
+    def _heredocs(self, text: str) -> None:
+        for m in HEREDOC.finditer(text):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            head = re.split(r"[;&|(]", text[line_start:m.start()])[-1].split()
+            argv, _, _ = strip_prefixes(head) if head else ([], [], set())
+            body_start = text.find("\n", m.end())
+            if not argv or body_start < 0:
+                continue
+            lines, delimiter = text[body_start + 1:].split("\n"), m.group(3)
+            body = []
+            for line in lines:
+                if (line.lstrip("\t") if m.group(1) else line) == delimiter:
+                    break
+                body.append(line)
+            if argv[0] in SHELLS:
+                self.a.notes.add("runs a heredoc as a shell script")
+                self.nested("\n".join(body))
+            elif argv[0] in INTERPRETERS:
+                self.a.notes.add("runs a heredoc as an inline script")
+
+    def _fallback(self, text: str) -> None:
+        """Split at operators outside quotes; each piece is one simple command."""
+        spaced = text.replace("`", " ; ").replace("\n", " ; ").replace("$(", " ; (")
+        try:
+            lexer = shlex.shlex(spaced, posix=True, punctuation_chars=";&|()<>")
+            lexer.whitespace_split = True
+            tokens = list(lexer)
+        except ValueError:
+            self.a.notes.add("unbalanced quotes")
+            tokens = re.findall(r"[;&|()<>]+|[^\s;&|()<>]+", re.sub(r"[\"'\\]", "", spaced))
+        segment: list[str] = []
+        redirects: list[tuple[str, str]] = []
+        pipe: list[Cmd] = []
+        pending: str | None = None
+        for token in [*tokens, ";"]:
+            if pending is not None:
+                redirects.append((pending, token))
+                pending = None
+            elif REDIRECT.match(token) or token in (">", ">>", "<", "<<<", ">&", "&>"):
+                pending = token.lstrip("0123456789")
+            elif OPERATOR.match(token):
+                fields = [f for w in segment for f in expand(w, self.variables)]
+                cmd = self.add(fields, redirects, bool(pipe)) if fields else None
+                if cmd is not None:
+                    pipe.append(cmd)
+                if token != "|":
+                    if pipe:
+                        self.pipeline(pipe)
+                    pipe = []
+                segment, redirects = [], []
+            else:
+                segment.append(token)
+
+
+def skip_options(args: list[str], with_value: set[str]) -> list[str]:
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in with_value else 1
+    return args[i:]
+
+
+def evaluate(stages: list[Cmd]) -> str | None:
+    """The output of a pipeline of echo/printf/base64 -d/xxd -r/rev, or None when it is not static."""
+    data: str | None = None
+    for cmd in stages:
+        here = next((t for op, t in cmd.redirects if op == "<<<"), None)
+        if here is not None:
+            data = here + "\n"
+        name, args = cmd.name, cmd.argv[1:]
+        flags = {a for a in args if a.startswith("-")}
+        plain = [a for a in args if not a.startswith("-")]
+        if name == "echo":
+            data = echo_escapes(" ".join(plain)) + ("" if "-n" in flags else "\n")
+        elif name == "printf":
+            data = echo_escapes(plain[0] if plain else "")
+            for value in plain[1:]:
+                data = re.sub(r"%[sb]", lambda _m, v=value: v, data, count=1)
+        elif name == "cat" and not plain:
+            pass
+        elif name == "base64" and flags & {"-d", "--decode", "-D", "-di", "-id"}:
+            data = decode_base64(data) if data is not None else None
+        elif name == "openssl" and "-d" in flags and ("base64" in args or "-base64" in flags or "-a" in flags):
+            data = decode_base64(data) if data is not None else None
+        elif name == "xxd" and any("r" in f for f in flags):
+            data = decode_hex(data) if data is not None else None
+        elif name == "rev" and data is not None:
+            data = "\n".join(line[::-1] for line in data.rstrip("\n").split("\n")) + "\n"
+        else:
+            return None
+        if data is None:
+            return None
+    return data

@@ -1,0 +1,191 @@
+"""Background processes of the terminal, per user, held in the worker process that started them.
+
+The table lives in memory: a process belongs to the worker that spawned it and dies with it
+(bwrap's --die-with-parent), so a restart loses the table and the processes together.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shared.errors import Conflict, NotFound
+
+from .launcher import Sandbox, launch
+from .output import open_in_workspace
+from .runner import exit_status, kill_group
+
+LOG_PAGE_CHARS = 50_000
+REAP_EVERY_SECONDS = 5.0
+
+
+class ProcessNotFound(NotFound):
+    """No such background process."""
+
+
+class TooManyProcesses(Conflict):
+    """This user already runs as many background processes as allowed."""
+
+    code = "too_many_processes"
+
+
+@dataclass
+class Entry:
+    """One background process and who owns it."""
+
+    id: str
+    user_id: str
+    session_id: str | None
+    command: str
+    workspace: Path
+    log_path: str
+    proc: subprocess.Popen
+    started: float
+    expires: float
+    killed: str | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def view(self) -> dict:
+        code = self.proc.poll()
+        status = "running" if code is None else ("killed" if self.killed else "exited")
+        out = {"session_id": self.id, "command": self.command, "status": status, "log": self.log_path}
+        if code is not None:
+            out["exit_code"] = exit_status(code)
+        if self.killed:
+            out["killed_because"] = self.killed
+        return out
+
+
+class ProcessTable:
+    """Start, list, poll, read, wait for and kill one user's background processes."""
+
+    def __init__(self, *, max_per_user: int, lifetime_seconds: float, clock=time.monotonic) -> None:
+        self.max_per_user, self.lifetime, self.clock = max_per_user, lifetime_seconds, clock
+        self._entries: dict[str, Entry] = {}
+        self._lock = threading.Lock()
+        self._reaper: threading.Thread | None = None
+
+    @classmethod
+    def from_settings(cls, settings) -> ProcessTable:
+        return cls(max_per_user=settings.terminal_max_background,
+                   lifetime_seconds=settings.terminal_background_lifetime_seconds)
+
+    def start(self, user_id: str, session_id: str | None, command: str, *, workspace: Path, sandbox: Sandbox) -> dict:
+        """Launch the command with its output going to a log in the workspace; returns its view."""
+        workspace = Path(workspace)
+        with self._lock:
+            running = [e for e in self._entries.values() if e.user_id == user_id and e.proc.poll() is None]
+            if len(running) >= self.max_per_user:
+                raise TooManyProcesses(f"at most {self.max_per_user} background processes may run at once; "
+                                       "kill one (process action=kill) first")
+            proc_id = f"proc_{secrets.token_hex(6)}"
+            fd, log_path = open_in_workspace(workspace, f"{proc_id}.log")
+            try:
+                proc = launch(command, workspace=workspace, sandbox=sandbox, stdout=fd)
+            finally:
+                os.close(fd)
+            now = self.clock()
+            entry = Entry(proc_id, user_id, session_id, command, workspace, log_path, proc, now, now + self.lifetime)
+            self._entries[proc_id] = entry
+            self._ensure_reaper()
+        return entry.view()
+
+    def list(self, user_id: str) -> list[dict]:
+        with self._lock:
+            return [e.view() for e in self._entries.values() if e.user_id == user_id]
+
+    def poll(self, user_id: str, proc_id: str) -> dict:
+        entry = self._get(user_id, proc_id)
+        view = entry.view()
+        view["output_tail"] = self._read(entry, -2000, 2000)
+        return view
+
+    def log(self, user_id: str, proc_id: str, offset: int = 0, limit: int = LOG_PAGE_CHARS) -> dict:
+        """A page of the process's output; a negative offset counts from the end."""
+        entry = self._get(user_id, proc_id)
+        view = entry.view()
+        view.update(offset=offset, output=self._read(entry, offset, min(limit, LOG_PAGE_CHARS)))
+        return view
+
+    def wait(self, user_id: str, proc_id: str, timeout: float) -> dict:
+        """Wait up to `timeout` seconds for the process to end; its view either way."""
+        entry = self._get(user_id, proc_id)
+        try:
+            entry.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        return self.poll(user_id, proc_id)
+
+    def kill(self, user_id: str, proc_id: str, because: str = "killed on request") -> dict:
+        entry = self._get(user_id, proc_id)
+        self._kill(entry, because)
+        return entry.view()
+
+    def kill_all(self, user_id: str, session_id: str | None = None, because: str = "session ended") -> int:
+        """Kill every running process of the user (of one session when given); how many were running."""
+        with self._lock:
+            victims = [e for e in self._entries.values() if e.user_id == user_id
+                       and (session_id is None or e.session_id == session_id) and e.proc.poll() is None]
+        for entry in victims:
+            self._kill(entry, because)
+        return len(victims)
+
+    def reap(self) -> int:
+        """Kill processes past their lifetime and forget finished ones past it; how many were killed."""
+        now = self.clock()
+        with self._lock:
+            expired = [e for e in self._entries.values() if now >= e.expires]
+        killed = 0
+        for entry in expired:
+            if entry.proc.poll() is None:
+                self._kill(entry, f"outlived TERMINAL_BACKGROUND_LIFETIME_SECONDS ({self.lifetime:g} s)")
+                killed += 1
+            elif now >= entry.expires + self.lifetime:
+                with self._lock:
+                    self._entries.pop(entry.id, None)
+        return killed
+
+    def _get(self, user_id: str, proc_id: str) -> Entry:
+        with self._lock:
+            entry = self._entries.get(proc_id)
+        if entry is None or entry.user_id != user_id:
+            raise ProcessNotFound(f"background process {proc_id} not found")
+        return entry
+
+    def _kill(self, entry: Entry, because: str) -> None:
+        if entry.proc.poll() is None:
+            entry.killed = because
+            kill_group(entry.proc)
+            entry.proc.wait()
+
+    def _read(self, entry: Entry, offset: int, limit: int) -> str:
+        """Characters of the log, reading the workspace file without following a planted symlink."""
+        try:
+            fd = os.open(entry.workspace / entry.log_path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return ""
+        with os.fdopen(fd, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            # Bytes approximate characters here; a page may split a multi-byte character.
+            start = max(0, size + offset) if offset < 0 else min(offset, size)
+            fh.seek(start)
+            return fh.read(limit).decode("utf-8", errors="replace")
+
+    def _ensure_reaper(self) -> None:
+        if self._reaper is None or not self._reaper.is_alive():
+            self._reaper = threading.Thread(target=self._reap_forever, name="sandbox-reaper", daemon=True)
+            self._reaper.start()
+
+    def _reap_forever(self) -> None:
+        while True:
+            time.sleep(min(REAP_EVERY_SECONDS, self.lifetime))
+            self.reap()
+            with self._lock:
+                if not self._entries:
+                    self._reaper = None
+                    return

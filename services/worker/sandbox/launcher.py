@@ -1,0 +1,193 @@
+"""Starting one command under bubblewrap (or, on a single-user box, as a plain subprocess).
+
+Why the process limit needs care: the kernel counts RLIMIT_NPROC per real uid and ignores it for
+root. So (1) when the worker runs as root the command runs as TERMINAL_SANDBOX_UID instead, and
+(2) under bwrap the limit is set by a `ulimit -u` inside the sandbox's own user namespace, where
+the count covers only that sandbox's processes (set before bwrap it would also count the worker's
+own threads and every other sandbox of the same uid).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shared.errors import Unavailable
+
+from .limits import Limits, clean_env
+
+MOUNT_POINT = "/workspace"
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# Files of /etc a command has no business reading, masked even though /etc is read-only.
+ETC_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers")
+ETC_SECRET_DIRS = ("/etc/ssl/private", "/etc/sudoers.d")
+REPO_ROOT = Path(__file__).resolve().parents[3]
+INSTALL_BWRAP = "apt-get install bubblewrap (the Docker image installs it)"
+
+
+class SandboxUnavailable(Unavailable):
+    """The terminal sandbox cannot start on this machine."""
+
+    code = "sandbox_unavailable"
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How commands run: the settings of TERMINAL_* in one value."""
+
+    kind: str = "bwrap"
+    limits: Limits = field(default_factory=Limits)
+    env_passthrough: tuple[str, ...] = ()
+    network: bool = True
+    sandbox_uid: int = 65534
+    hidden: tuple[str, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings) -> Sandbox:
+        from .limits import passthrough_names
+
+        return cls(
+            kind=settings.terminal_sandbox,
+            limits=Limits.from_settings(settings),
+            env_passthrough=passthrough_names(settings.terminal_env_passthrough),
+            network=settings.terminal_network,
+            sandbox_uid=settings.terminal_sandbox_uid,
+            hidden=(str(Path(settings.data_dir).resolve()),),
+        )
+
+
+def run_as(sandbox: Sandbox) -> int | None:
+    """The uid a command runs as, when it must differ from ours (only when we are root)."""
+    return sandbox.sandbox_uid if os.geteuid() == 0 else None
+
+
+def hand_over(workspace: Path, uid: int) -> None:
+    """Give root-owned entries of the workspace to the sandbox uid, never following a symlink."""
+    top = os.stat(workspace)
+    if top.st_uid != uid:
+        os.chown(workspace, uid, uid)
+    for _root, dirs, files, dir_fd in os.fwalk(workspace, follow_symlinks=False):
+        for name in dirs + files:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if st.st_uid == 0:
+                os.chown(name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
+
+
+def check_reachable(workspace: Path, uid: int) -> None:
+    """bwrap resolves the workspace path as the sandbox uid: every parent folder must let it pass."""
+    for parent in Path(workspace).resolve().parents:
+        st = os.stat(parent)
+        if not (st.st_mode & 0o001 or (st.st_uid == uid and st.st_mode & 0o100)
+                or (st.st_gid == uid and st.st_mode & 0o010)):
+            raise SandboxUnavailable(
+                "the terminal sandbox cannot reach the workspace: a parent folder of DATA_DIR/users/<id>/workspace "
+                f"is not searchable by TERMINAL_SANDBOX_UID ({uid}); chmod o+x that folder or choose another uid")
+
+
+def bwrap_path() -> str:
+    """The bwrap binary, or a SandboxUnavailable naming the fix."""
+    found = shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin:" + os.environ.get("PATH", ""))
+    if not found:
+        raise SandboxUnavailable(f"the terminal sandbox needs bubblewrap (bwrap), which is not installed: {INSTALL_BWRAP}")
+    return found
+
+
+def _system_binds() -> list[str]:
+    args: list[str] = []
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in ETC_SECRETS:
+        if os.path.isfile(path):
+            args += ["--ro-bind", "/dev/null", path]
+    for path in ETC_SECRET_DIRS:
+        if os.path.isdir(path):
+            args += ["--tmpfs", path]
+    return args
+
+
+def _masks(hidden: tuple[str, ...]) -> list[str]:
+    """Hide the data folder and the repository when they lie inside a bound system folder."""
+    args: list[str] = []
+    for path in (*hidden, str(REPO_ROOT)):
+        real = os.path.realpath(path)
+        if any(real == d or real.startswith(d + "/") for d in SYSTEM_DIRS) and os.path.isdir(real):
+            args += ["--tmpfs", real]
+    return args
+
+
+def bwrap_argv(sandbox: Sandbox, workspace_fd: int, command: str) -> list[str]:
+    """The full bwrap command line running `bash -c command` in the user's workspace."""
+    tmp_bytes = sandbox.limits.max_file_mb * 1024 * 1024
+    argv = [bwrap_path(), "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    if not sandbox.network:
+        argv.append("--unshare-net")
+    argv += _system_binds()
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    argv += _masks(sandbox.hidden)
+    argv += ["--bind-fd", str(workspace_fd), MOUNT_POINT, "--remount-ro", "/", "--chdir", MOUNT_POINT]
+    # The process limit is set inside the new user namespace, so it counts this sandbox only.
+    prologue = f'ulimit -u {sandbox.limits.max_processes} || exit 126; exec /bin/bash -c "$1"'
+    return argv + ["--", "/bin/bash", "-c", prologue, "sandbox", command]
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(sandbox: Sandbox, uid: int | None) -> str | None:
+    """None when bwrap starts with these options; else what it said."""
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        argv = bwrap_argv(sandbox, fd, "true")
+        proc = subprocess.run(argv, env=clean_env(MOUNT_POINT), pass_fds=(fd,), capture_output=True,
+                              timeout=30, user=uid, group=uid, extra_groups=[] if uid is not None else None)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    finally:
+        os.close(fd)
+    return None if proc.returncode == 0 else (proc.stderr or proc.stdout).decode(errors="replace").strip()[:300]
+
+
+def check(sandbox: Sandbox) -> None:
+    """Raise SandboxUnavailable, naming the fix, when bwrap is selected but cannot start."""
+    if sandbox.kind != "bwrap":
+        return
+    bwrap_path()
+    problem = _probe(sandbox, run_as(sandbox))
+    if problem is not None:
+        _probe.cache_clear()
+        raise SandboxUnavailable(
+            f"bubblewrap could not create the sandbox ({problem}). It needs user namespaces: on the host "
+            "sysctl kernel.unprivileged_userns_clone=1; in a container the worker also needs "
+            "security_opt seccomp=unconfined and apparmor=unconfined (docker-compose.yml).")
+
+
+def launch(command: str, *, workspace: Path, sandbox: Sandbox, stdout, stderr=subprocess.STDOUT) -> subprocess.Popen:
+    """Start the command in its own process group; the caller reads or redirects stdout."""
+    workspace = Path(workspace)
+    uid = run_as(sandbox)
+    if uid is not None:
+        hand_over(workspace, uid)
+    ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+    common = dict(stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True, **ids)
+    if sandbox.kind == "none":
+        env = clean_env(str(workspace), sandbox.env_passthrough)
+        # Without a user namespace the count would include the worker's own threads; only a
+        # dropped uid (root worker) makes the limit both effective and harmless.
+        preexec = sandbox.limits.preexec(nproc=uid is not None)
+        return subprocess.Popen(["/bin/bash", "-c", command], cwd=workspace, env=env, preexec_fn=preexec, **common)
+    check(sandbox)
+    if uid is not None:
+        check_reachable(workspace, uid)
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        argv = bwrap_argv(sandbox, fd, command)
+        return subprocess.Popen(argv, env=clean_env(MOUNT_POINT, sandbox.env_passthrough), pass_fds=(fd,),
+                                preexec_fn=sandbox.limits.preexec(nproc=False), **common)
+    finally:
+        os.close(fd)

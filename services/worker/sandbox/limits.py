@@ -1,0 +1,62 @@
+"""Resource limits of one sandboxed command, and the environment it is given."""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import dataclass
+
+# Names a command always sees; everything else of the services' environment stays outside.
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """setrlimit values applied to every process of a command (each child inherits them)."""
+
+    cpu_seconds: int = 300
+    memory_mb: int = 4096
+    max_processes: int = 256
+    max_file_mb: int = 1024
+
+    @classmethod
+    def from_settings(cls, settings) -> Limits:
+        return cls(
+            cpu_seconds=settings.terminal_cpu_seconds,
+            memory_mb=settings.terminal_memory_mb,
+            max_processes=settings.terminal_max_processes,
+            max_file_mb=settings.terminal_max_file_mb,
+        )
+
+    def preexec(self, *, nproc: bool):
+        """A preexec_fn setting CPU, address space, file size (and, when asked, process count)."""
+        pairs = [
+            # A soft CPU limit below the hard one: SIGXCPU first, so a shell can report it, then SIGKILL.
+            (resource.RLIMIT_CPU, (self.cpu_seconds, self.cpu_seconds + 5)),
+            (resource.RLIMIT_AS, (self.memory_mb * 1024 * 1024,) * 2),
+            (resource.RLIMIT_FSIZE, (self.max_file_mb * 1024 * 1024,) * 2),
+            (resource.RLIMIT_CORE, (0, 0)),
+        ]
+        if nproc:
+            pairs.append((resource.RLIMIT_NPROC, (self.max_processes,) * 2))
+
+        def apply() -> None:
+            for which, value in pairs:
+                resource.setrlimit(which, value)
+
+        return apply
+
+
+def clean_env(home: str, passthrough: tuple[str, ...] = (), source: dict[str, str] | None = None) -> dict[str, str]:
+    """PATH, HOME, LANG and the operator's named variables; nothing else leaks in."""
+    source = os.environ if source is None else source
+    env = {"PATH": BASE_PATH, "HOME": home, "LANG": source.get("LANG") or "C.UTF-8", "TERM": "dumb"}
+    for name in passthrough:
+        if name in source and name not in env:
+            env[name] = source[name]
+    return env
+
+
+def passthrough_names(raw: str) -> tuple[str, ...]:
+    """TERMINAL_ENV_PASSTHROUGH's comma-separated names, blanks dropped."""
+    return tuple(n.strip() for n in raw.split(",") if n.strip())

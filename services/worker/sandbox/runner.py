@@ -1,0 +1,105 @@
+"""Running one command for one user, in the foreground, with a timeout and capped output."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .launcher import Sandbox, launch
+from .limits import Limits
+from .output import OUTPUT_CHARS, Capture
+
+READ_BYTES = 64 * 1024
+DRAIN_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a command did: its (capped) output, exit code, and whether it timed out or was cut."""
+
+    output: str
+    exit_code: int
+    timed_out: bool
+    truncated: bool
+    full_output_path: str | None
+
+    def text(self, timeout: float | None = None) -> str:
+        """The result as the model reads it: output, then what happened."""
+        lines = [self.output.rstrip("\n")] if self.output else []
+        if self.timed_out:
+            lines.append(f"[timed out after {timeout:g} s: the command and all its processes were killed]"
+                         if timeout else "[timed out: the command and all its processes were killed]")
+        lines.append(f"[exit code: {self.exit_code}]")
+        return "\n".join(lines)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the command's process group; under bwrap that takes the whole PID namespace with it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def exit_status(returncode: int) -> int:
+    """Shell convention: a death by signal N is 128 + N."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def run(command: str, *, workspace: Path, timeout: float, limits: Limits | None = None,
+        env_passthrough: tuple[str, ...] = (), network: bool = True, sandbox: Sandbox | None = None,
+        output_chars: int = OUTPUT_CHARS) -> Result:
+    """`bash -c command` in the user's workspace; raises SandboxUnavailable when bwrap cannot start."""
+    if sandbox is None:
+        sandbox = Sandbox(limits=limits or Limits(), env_passthrough=tuple(env_passthrough), network=network)
+    workspace = Path(workspace)
+    capture = Capture(workspace, limit=output_chars, max_file_bytes=sandbox.limits.max_file_mb * 1024 * 1024)
+    proc = launch(command, workspace=workspace, sandbox=sandbox, stdout=subprocess.PIPE)
+    try:
+        timed_out = _pump(proc, capture, time.monotonic() + timeout)
+    finally:
+        kill_group(proc)  # leftovers of a finished command (e.g. `sleep 99 &` in `none` mode) go too
+        proc.stdout.close()
+        proc.wait()
+    output, truncated, path = capture.close()
+    return Result(output, exit_status(proc.returncode), timed_out, truncated, path)
+
+
+def _pump(proc: subprocess.Popen, capture: Capture, deadline: float) -> bool:
+    """Copy output into the capture until the command ends; True when the deadline killed it."""
+    fd = proc.stdout.fileno()
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                kill_group(proc)
+                _drain(fd, sel, capture)
+                return True
+            if not sel.select(min(remaining, 1.0)):
+                continue
+            chunk = os.read(fd, READ_BYTES)
+            if not chunk:
+                break
+            capture.feed(chunk)
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        return True
+    return False
+
+
+def _drain(fd: int, sel: selectors.BaseSelector, capture: Capture) -> None:
+    """Read what the killed command left in the pipe, for a bounded time."""
+    end = time.monotonic() + DRAIN_SECONDS
+    while time.monotonic() < end and sel.select(max(0.0, end - time.monotonic())):
+        chunk = os.read(fd, READ_BYTES)
+        if not chunk:
+            return
+        capture.feed(chunk)
