@@ -27,9 +27,13 @@ SCAN_SESSIONS = 200
 
 
 def lock_user(s: Session, user_id: str) -> None:
-    """Serialise slot decisions of one user on Postgres (call after any session lock: sessions, then users)."""
+    """Serialise slot decisions of one user on Postgres (call after any session lock: sessions, then users).
+
+    FOR NO KEY UPDATE, because inserting a turn already holds the user row's FOR KEY SHARE lock (its
+    foreign key): two accepts upgrading to FOR UPDATE would deadlock, these two locks queue instead.
+    """
     if s.get_bind().dialect.name != "sqlite":
-        s.exec(select(User.id).where(User.id == user_id).with_for_update()).first()
+        s.exec(select(User.id).where(User.id == user_id).with_for_update(key_share=True)).first()
 
 
 def holding(s: Session, user_id: str) -> list[str]:
