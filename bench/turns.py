@@ -93,7 +93,9 @@ def bench_cold_start(stack: Stack) -> float:
 def main() -> int:
     model = FakeModel(port=ENV.model_port)
     model.start()
-    stack = Stack(model_url=model.base_url, env_overrides={"LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": "200"})
+    stack = Stack(model_url=model.base_url, env_overrides={"LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": "200",
+                                                            # one user's load measures the worker, not the per-user cap
+                                                            "MAX_RUNNING_TURNS_PER_USER": "0"})
     try:
         api = stack.start_api()
         worker = stack.start_worker(concurrency=200)

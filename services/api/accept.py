@@ -1,4 +1,8 @@
-"""Accepting a turn: commit the row first, then enqueue its id (a lost enqueue is re-sent by the sweeper)."""
+"""Accepting a turn: commit the row first, then enqueue its id (a lost enqueue is re-sent by the sweeper).
+
+Only as many turns of one user as MAX_RUNNING_TURNS_PER_USER are sent at once; the rest wait in the
+database and are sent by the worker that frees a slot (shared/stores/turn_slots.py).
+"""
 
 from __future__ import annotations
 
@@ -42,15 +46,16 @@ def accept_turn(
     idempotency_key: str | None = None,
     body_hash: str | None = None,
 ) -> Turn:
-    """Commit a queued turn, then send its task once; a retried Idempotency-Key returns the first turn."""
+    """Commit a queued turn, then send what the user's free slots allow; a retried Idempotency-Key returns the first turn."""
     check_input_size(settings, text)
-    turn, created = turns.create_turn(
-        db, user_id, session_id, text, idempotency_key=idempotency_key, request_hash=body_hash
+    turn, _, sent = turns.accept_turn(
+        db, user_id, session_id, text, idempotency_key=idempotency_key, request_hash=body_hash,
+        max_running=settings.max_running_turns_per_user,
     )
     session_id_var.set(session_id)
     turn_id_var.set(turn.id)
-    if created:
-        send_turn(enqueue, turn)
+    for ready in sent:
+        send_turn(enqueue, ready)
     return turn
 
 

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from services.api.auth_cache import AuthCache, follow_revocations
 from services.api.body_limit import BodyLimit
 from services.api.errors import CatchAll, install_error_handlers
+from services.api.rate_limits import RateLimit
 from services.api.routes import admin, chat_completions, events, health, sessions, turns, users
 from services.api.routes import keys as key_routes
 from services.api.routes import metrics as metrics_routes
@@ -96,6 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.started_at = int(time.time())
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_input_bytes)
+    app.add_middleware(RateLimit, settings=settings)
     app.add_middleware(CatchAll)
     for router in ROUTERS:
         app.include_router(router)

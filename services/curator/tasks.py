@@ -1,6 +1,7 @@
 """Curator tasks: the beat's periodic work, each task thin and idempotent.
 
-- sweep_turns: re-send turns and reviews a lost enqueue or a dead worker left behind;
+- sweep_turns: re-send turns and reviews a lost enqueue or a dead worker left behind, and send
+  waiting turns their user's free slots allow (never past MAX_RUNNING_TURNS_PER_USER);
 - check_curation (hourly): one curate_skills per user whose curation pass is due;
 - curate_skills: that user's pass (stale / archived skills, backup, ledger), if still due;
 - sweep_expired: expire staged memory writes and orphaned turn event streams.
@@ -43,7 +44,8 @@ def sweep(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) 
     """Re-send RUN_TURN once per session holding a stuck turn, and reviews left behind; returns how many were sent."""
     db = get_database(settings.sqlalchemy_url)
     stuck = turns.turns_to_resend(
-        db, requeue_after=settings.turn_requeue_after_seconds, lease_seconds=settings.turn_lease_seconds
+        db, requeue_after=settings.turn_requeue_after_seconds, lease_seconds=settings.turn_lease_seconds,
+        max_running=settings.max_running_turns_per_user,
     )
     first_per_session: dict[str, str] = {}
     for turn in stuck:

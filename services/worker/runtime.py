@@ -5,17 +5,21 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from typing import Callable
 
 import redis
+from pydantic import BaseModel
 
 from shared.config import Settings, get_settings
 from shared.db import Database, get_database
 from shared.heartbeats import instance_id
 from shared.llm import LLMClient, get_llm
+from shared.queue.app import enqueue
 from shared.redis import get_redis
 import services.worker.features  # noqa: F401  (registers every feature)
 from services.worker.agent.transcripts import TranscriptCache
 from services.worker.leases import LeaseKeeper
+from services.worker.shutdown import Shutdown
 from services.worker.tools.registry import REGISTRY, ToolRegistry  # importing the package registers tools
 
 
@@ -36,6 +40,8 @@ class Runtime:
     worker_id: str
     leases: LeaseKeeper
     transcripts: TranscriptCache = field(default_factory=TranscriptCache)
+    shutdown: Shutdown = field(default_factory=Shutdown)
+    enqueue: Callable[[str, BaseModel], None] = enqueue
 
     @classmethod
     def build(cls, settings: Settings, *, tools: ToolRegistry | None = None, worker_id: str | None = None) -> "Runtime":
@@ -50,6 +56,7 @@ class Runtime:
 
 _runtime: Runtime | None = None
 _runtime_lock = threading.Lock()
+SHUTDOWN = Shutdown()  # the process's stop flag, set by the worker's SIGTERM handler
 
 
 def get_runtime() -> Runtime:
@@ -58,7 +65,13 @@ def get_runtime() -> Runtime:
     with _runtime_lock:
         if _runtime is None:
             _runtime = Runtime.build(get_settings())
+            _runtime.shutdown = SHUTDOWN
         return _runtime
+
+
+def current_runtime() -> Runtime | None:
+    """The process's runtime if a task ever built it."""
+    return _runtime
 
 
 def stop_runtime() -> None:

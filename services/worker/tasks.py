@@ -7,6 +7,8 @@ Run it with `celery -A services.worker.tasks worker -Q turns`; the thread pool a
 from __future__ import annotations
 
 import logging
+import os
+import threading
 
 from celery import signals
 from pydantic import ValidationError
@@ -19,7 +21,9 @@ from shared.queue.payloads import ReviewSession, RunTurn
 from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
 from services.worker.agent.outcome import TRANSIENT_ERRORS
-from services.worker.runtime import get_runtime, stop_runtime
+from services.worker.agent.drain import send
+from services.worker.runtime import SHUTDOWN, current_runtime, get_runtime, stop_runtime
+from shared.stores import turns
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +68,30 @@ def _configure_logging(**_) -> None:
 @signals.worker_ready.connect
 def _start_leases(**_) -> None:
     get_runtime().leases.start()
+
+
+@signals.worker_shutting_down.connect
+def _stop_claiming(**_) -> None:
+    """SIGTERM: claim nothing more, hand running turns back at safe points, and be gone within the grace."""
+    grace = get_settings().worker_shutdown_grace_seconds
+    if SHUTDOWN.begin(grace):
+        threading.Thread(target=_force_exit, name="shutdown-watchdog", daemon=True).start()
+
+
+def _force_exit() -> None:
+    """Past the grace's last moment: hand back whatever is still held and leave, rather than be killed."""
+    threading.Event().wait(SHUTDOWN.seconds_to_force())
+    runtime = current_runtime()
+    held = runtime.leases.held() if runtime is not None else []
+    log.warning("worker still busy at the end of its shutdown grace: handing back %d turn(s) and exiting", len(held))
+    for turn_id in held:
+        try:
+            released = turns.release_turn(runtime.db, turn_id, runtime.worker_id)
+            send(runtime, [released] if released is not None else [])
+        except Exception:
+            log.warning("could not hand turn %s back; it is taken over when its lease lapses", turn_id, exc_info=True)
+    logging.shutdown()
+    os._exit(0)
 
 
 @signals.worker_shutdown.connect

@@ -22,6 +22,7 @@ from shared.ids import new_id
 from shared.models.sessions import ChatSession
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.stores.sessions import add_turn_messages
+from shared.stores.turn_slots import lock_user, running_elsewhere, send_for_user, take_slots, users_waiting
 
 ACTIVE = (TurnStatus.running.value, TurnStatus.awaiting_approval.value)
 
@@ -35,13 +36,29 @@ def create_turn(
     idempotency_key: str | None = None,
     request_hash: str | None = None,
 ) -> tuple[Turn, bool]:
-    """Commit a queued turn (or return the one this Idempotency-Key made); True when new."""
+    """Commit a queued turn (or return the one this Idempotency-Key made); True when new. Nothing is sent."""
+    turn, created, _ = accept_turn(db, user_id, session_id, text, idempotency_key=idempotency_key,
+                                   request_hash=request_hash)
+    return turn, created
+
+
+def accept_turn(
+    db: Database,
+    user_id: str,
+    session_id: str,
+    text: str,
+    *,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+    max_running: int | None = None,
+) -> tuple[Turn, bool, list[Turn]]:
+    """create_turn, plus (with `max_running`) the user's turns its free slots send now, in the same transaction."""
     try:
         with db.write() as s:
             if idempotency_key:
                 existing = _by_idempotency_key(s, user_id, idempotency_key)
                 if existing is not None:
-                    return _same_request(existing, request_hash), False
+                    return _same_request(existing, request_hash), False, []
             seq = _next_seq(s, user_id, session_id)
             turn = Turn(
                 id=new_id("turn"),
@@ -53,7 +70,9 @@ def create_turn(
                 request_hash=request_hash,
             )
             s.add(turn)
-        return turn, True
+            s.flush()
+            sent = [] if max_running is None else take_slots(s, user_id, max_running)
+        return turn, True, sent
     except IntegrityError:
         if not idempotency_key:
             raise
@@ -61,7 +80,7 @@ def create_turn(
             existing = _by_idempotency_key(s, user_id, idempotency_key)
         if existing is None:
             raise
-        return _same_request(existing, request_hash), False
+        return _same_request(existing, request_hash), False, []
 
 
 def _by_idempotency_key(s: Session, user_id: str, key: str) -> Turn | None:
@@ -95,10 +114,13 @@ def get_turn(db: Database, user_id: str | None, turn_id: str) -> Turn:
     return turn
 
 
-def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: float) -> Turn | None:
-    """Claim the turn this session must run next, or None when it is busy elsewhere or idle.
+def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: float,
+               max_running: int = 0) -> Turn | None:
+    """Claim the turn this session must run next, or None when it is busy elsewhere, idle, or its user is at the cap.
 
-    Claiming also stores the turn's user message (position 0) in the same transaction.
+    Claiming also stores the turn's user message (position 0) in the same transaction. With
+    `max_running`, a user whose turns already run with live leases in that many other sessions
+    gets nothing, and the session's queued turns go back to waiting for a slot.
     """
     fresh_after = utcnow() - timedelta(seconds=lease_seconds)
     with db.read() as s:  # most calls find nothing to do: answer those without taking the write lock
@@ -109,10 +131,16 @@ def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: flo
         found = _runnable(s, session_id, fresh_after)
         if found is None:
             return None
+        if max_running > 0:
+            lock_user(s, found.user_id)
+            if running_elsewhere(s, found.user_id, session_id, fresh_after) >= max_running:
+                s.execute(update(Turn).where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
+                          .values(enqueued_at=None))
+                return None
         now = utcnow()
         turn = s.scalars(
             update(Turn)
-            .where(Turn.id == found[0])
+            .where(Turn.id == found.id)
             .values(status=TurnStatus.running.value, worker_id=worker_id, attempts=Turn.attempts + 1,
                     heartbeat_at=now, started_at=func.coalesce(Turn.started_at, now))
             .returning(Turn),
@@ -122,19 +150,19 @@ def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: flo
         return turn
 
 
-def _runnable(s: Session, session_id: str, fresh_after) -> tuple[str] | None:
-    """The id of the session's running turn whose worker died, else of its oldest queued turn, unless one runs live."""
+def _runnable(s: Session, session_id: str, fresh_after):
+    """The session's running turn whose worker died, else its oldest queued turn, unless one runs live (id, user_id)."""
     active = s.execute(
-        select(Turn.id, Turn.status, Turn.heartbeat_at)
+        select(Turn.id, Turn.user_id, Turn.status, Turn.heartbeat_at)
         .where(Turn.session_id == session_id, Turn.status.in_(ACTIVE))
         .order_by(Turn.seq)
         .limit(1)
     ).first()
     if active is not None:
         stale = active.heartbeat_at is None or active.heartbeat_at < fresh_after
-        return (active.id,) if active.status == TurnStatus.running.value and stale else None
+        return active if active.status == TurnStatus.running.value and stale else None
     return s.execute(
-        select(Turn.id)
+        select(Turn.id, Turn.user_id)
         .where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
         .order_by(Turn.seq)
         .limit(1)
@@ -210,8 +238,35 @@ def request_cancel(db: Database, user_id: str, turn_id: str) -> Turn:
         return turn
 
 
-def turns_to_resend(db: Database, *, requeue_after: float, lease_seconds: float, limit: int = 500) -> list[Turn]:
-    """Queued turns nobody picked up and running turns whose worker died; marks them re-sent."""
+def release_turn(db: Database, turn_id: str, worker_id: str) -> Turn | None:
+    """Hand a running turn back (a stopping worker): queued and marked sent again, its stored progress kept."""
+    with db.write() as s:
+        return s.scalars(
+            update(Turn)
+            .where(Turn.id == turn_id, Turn.worker_id == worker_id, Turn.status == TurnStatus.running.value)
+            .values(status=TurnStatus.queued.value, worker_id=None, heartbeat_at=None, enqueued_at=utcnow())
+            .returning(Turn),
+            execution_options={"synchronize_session": False},
+        ).one_or_none()
+
+
+def hand_off(db: Database, session_id: str) -> Turn | None:
+    """The session's next queued turn, marked sent, when no turn of it runs live: a stopping worker re-sends it."""
+    with db.write() as s:
+        _lock_session(s, session_id)
+        if s.exec(select(Turn.id).where(Turn.session_id == session_id, Turn.status.in_(ACTIVE))).first():
+            return None
+        turn = s.exec(select(Turn).where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
+                      .order_by(Turn.seq).limit(1)).first()
+        if turn is not None:
+            turn.enqueued_at = utcnow()
+            s.add(turn)
+        return turn
+
+
+def turns_to_resend(db: Database, *, requeue_after: float, lease_seconds: float, max_running: int = 0,
+                    limit: int = 500) -> list[Turn]:
+    """Sent turns nobody picked up, running turns whose worker died, and waiting turns a free slot allows."""
     now = utcnow()
     stale = now - timedelta(seconds=requeue_after)
     dead = now - timedelta(seconds=lease_seconds)
@@ -219,12 +274,12 @@ def turns_to_resend(db: Database, *, requeue_after: float, lease_seconds: float,
         select(Turn.session_id).where(Turn.status.in_(ACTIVE), Turn.heartbeat_at >= dead).scalar_subquery()
     )
     with db.write() as s:
-        queued = s.exec(
+        lost = s.exec(
             select(Turn)
             .where(
                 Turn.status == TurnStatus.queued.value,
                 Turn.created_at < stale,
-                or_(Turn.enqueued_at.is_(None), Turn.enqueued_at < stale),
+                Turn.enqueued_at < stale,
                 Turn.session_id.not_in(busy_sessions),
             )
             .order_by(Turn.session_id, Turn.seq)
@@ -239,11 +294,13 @@ def turns_to_resend(db: Database, *, requeue_after: float, lease_seconds: float,
             )
             .limit(limit)
         ).all()
-        picked = list(orphans) + [t for t in queued]
+        picked = list(orphans) + list(lost)
         for turn in picked:
             turn.enqueued_at = now
             s.add(turn)
-        return picked
+    for user_id in users_waiting(db, stale, limit):
+        picked += send_for_user(db, user_id, max_running)
+    return picked
 
 
 def recent_turns(db: Database, *, limit: int = 10) -> list[Turn]:

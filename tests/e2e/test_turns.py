@@ -85,6 +85,7 @@ def test_twenty_turns_posted_at_once_to_one_session_run_in_order_without_overlap
 
 
 def test_ten_sessions_run_at_once(stack, model):
+    """Ten users' sessions (one user may run only MAX_RUNNING_TURNS_PER_USER turns at once)."""
     barrier = threading.Barrier(10, timeout=20)
 
     def all_ten_in_flight(body: dict) -> Reply:
@@ -92,11 +93,15 @@ def test_ten_sessions_run_at_once(stack, model):
         return text("together")
 
     model.on("overlap-check", *[all_ten_in_flight] * 10)
-    key = stack.create_user("e2e-overlap")
-    with stack.client(key) as c:
-        sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(10)]
-        posted = [c.post(f"/v1/sessions/{sid}/turns", json={"input": "overlap-check"}).json() for sid in sids]
-        finished = [wait_for_turn(c, t["id"], timeout=60) for t in posted]
+    clients = [stack.client(stack.create_user(f"e2e-overlap-{n}")) for n in range(10)]
+    try:
+        sids = [c.post("/v1/sessions", json={}).json()["id"] for c in clients]
+        posted = [c.post(f"/v1/sessions/{sid}/turns", json={"input": "overlap-check"}).json()
+                  for c, sid in zip(clients, sids)]
+        finished = [wait_for_turn(c, t["id"], timeout=60) for c, t in zip(clients, posted)]
+    finally:
+        for c in clients:
+            c.close()
     assert [t["output"] for t in finished] == ["together"] * 10
 
 

@@ -108,6 +108,9 @@ def prepare() -> TestEnv:
         LLM_BACKOFF_BASE_SECONDS="0.01",
         LLM_BACKOFF_MAX_SECONDS="0.05",
         LOG_FORMAT="text",
+        # the suite makes many requests with one key; tests/services/api/test_rate_limits.py tests low limits
+        RATE_LIMIT_PER_MINUTE="1000000",
+        TURN_RATE_LIMIT_PER_MINUTE="1000000",
     )
     from shared.migrate import upgrade
 

@@ -3,22 +3,48 @@
 Any number of tasks may drain the same session at once (a redelivery, the sweeper, the next
 turn's own task): `claim_next` lets only one worker hold the session's running turn, so the
 others find nothing to claim and return. Different sessions drain in parallel on the pool.
+
+A user holds at most MAX_RUNNING_TURNS_PER_USER slots: when a session goes idle here, its slot
+passes to the user's oldest waiting turns. A stopping worker claims nothing more and re-sends
+the session's next turn for another worker.
 """
 
 from __future__ import annotations
 
-from shared.stores import turns
+import logging
+
+from shared.models.turns import Turn
+from shared.queue.names import RUN_TURN
+from shared.queue.payloads import RunTurn
+from shared.stores import turn_slots, turns
 from services.worker.agent.loop import run_turn
 from services.worker.runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 
 def drain_session(runtime: Runtime, session_id: str) -> int:
     """Claim and run the session's turns until it is idle or busy elsewhere; returns how many ran."""
     runtime.leases.start()
+    settings = runtime.settings
     ran = 0
-    while True:
-        turn = turns.claim_next(runtime.db, session_id, runtime.worker_id, runtime.settings.turn_lease_seconds)
+    while not runtime.shutdown.requested:
+        turn = turns.claim_next(runtime.db, session_id, runtime.worker_id, settings.turn_lease_seconds,
+                                settings.max_running_turns_per_user)
         if turn is None:
-            return ran
+            break
         run_turn(runtime, turn)
         ran += 1
+    if runtime.shutdown.requested:
+        send(runtime, [t for t in [turns.hand_off(runtime.db, session_id)] if t is not None])
+    send(runtime, turn_slots.send_waiting(runtime.db, session_id, settings.max_running_turns_per_user))
+    return ran
+
+
+def send(runtime: Runtime, ready: list[Turn]) -> None:
+    """Enqueue turns already marked sent; a broker failure is left to the sweeper, which re-sends them."""
+    for turn in ready:
+        try:
+            runtime.enqueue(RUN_TURN, RunTurn(turn_id=turn.id, session_id=turn.session_id))
+        except Exception as exc:  # any broker failure: the row says sent, the sweeper re-sends it
+            log.warning("could not enqueue turn %s (%s); the sweeper will re-send it", turn.id, type(exc).__name__)

@@ -2,7 +2,8 @@
 
 Every message is stored as it happens, keyed by (turn_id, turn_position), so a turn that a
 dead worker left half done resumes from the transcript without duplicating anything and
-without re-running a tool whose effect is unknown.
+without re-running a tool whose effect is unknown. The same holds for a turn a stopping worker
+hands back before its next model call (services/worker/shutdown.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from services.worker.agent.outcome import (
 from services.worker.agent.prompt import build_system_prompt
 from services.worker.agent.toolcalls import CallResult, ToolBatch
 from services.worker.runtime import Runtime
+from services.worker.shutdown import Released
 from services.worker.tools.registry import ToolContext
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,19 @@ class TurnRun:
 
     def run(self) -> None:
         self.events.emit("turn.started", {"attempt": self.turn.attempts})
-        self.finish(self.outcome())
+        try:
+            outcome = self.outcome()
+        except Released:
+            self.release()
+            return
+        self.finish(outcome)
+
+    def release(self) -> None:
+        """Hand the turn back, its stored progress kept; the draining task re-sends it to another worker."""
+        if turns.release_turn(self.rt.db, self.turn.id, self.rt.worker_id) is None:
+            log.warning("turn finished elsewhere: this worker lost its lease")
+        else:
+            log.info("worker stopping: turn handed back after %d model call(s)", self.usage["model_calls"])
 
     def outcome(self) -> Outcome:
         """Converse, and turn whatever stopped the conversation into an outcome."""
@@ -78,7 +92,11 @@ class TurnRun:
         except ModelError as err:
             log.warning("turn failed: %s (%s)", err.message, err.code)
             return Outcome(TurnStatus.failed, error_code=err.code, error_message=err.message)
+        except Released:
+            raise
         except Cancelled:
+            if self.rt.shutdown.requested and not self.cancelled():
+                raise Released() from None  # the call was abandoned to stop in time, not cancelled by the user
             partial = self.keep_partial()
             return Outcome(TurnStatus.cancelled, output=partial, error_code="cancelled",
                            error_message=CANCELLED_MESSAGE)
@@ -155,11 +173,16 @@ class TurnRun:
         return text or ""
 
     def call(self, tools: list[dict] | None) -> Completion:
-        """One model call with the frozen system prompt first; deltas go to the event stream."""
+        """One model call with the frozen system prompt first; deltas go to the event stream.
+
+        A stopping worker starts no new call: this is the safe point where it hands the turn back.
+        """
+        if self.rt.shutdown.requested:
+            raise Released()
         compress.before_call(self, tools)
         self.partial = []
         messages = [{"role": "system", "content": self.system_prompt}, *self.messages]
-        completion = self.rt.llm.complete(messages, tools=tools, on_delta=self.on_delta, cancelled=self.cancelled)
+        completion = self.rt.llm.complete(messages, tools=tools, on_delta=self.on_delta, cancelled=self.interrupted)
         self.partial = []
         self.usage["model_calls"] += 1
         self.usage["prompt_tokens"] += completion.usage.prompt_tokens
@@ -173,6 +196,10 @@ class TurnRun:
 
     def cancelled(self) -> bool:
         return self.rt.leases.is_cancelled(self.turn.id)
+
+    def interrupted(self) -> bool:
+        """Stop the model call: the user cancelled, or the worker must leave before it could finish."""
+        return self.cancelled() or self.rt.shutdown.overdue()
 
     def check_cancel(self) -> None:
         if self.cancelled():

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from sqlalchemy import update
+
 from services.curator.tasks import sweep
+from shared.clock import utcnow
+from shared.models.turns import Turn
 from shared.models.turns import TurnStatus
 from shared.queue.app import enqueue
 from shared.queue.names import REVIEW_SESSION, RUN_TURN, SWEEP_TURNS
@@ -90,7 +96,9 @@ def test_a_turn_whose_enqueue_was_lost_is_answered_after_a_sweep(db, settings, m
     user = make_user(db)
     session = make_session(db, user.id)
     turn, _ = turns.create_turn(db, user.id, session.id, "lost-enqueue: are you there?")  # never enqueued
-    monkeypatch.setattr(settings, "turn_requeue_after_seconds", 0.0)
+    with db.write() as s:  # older than any other test's turn, so this sweep sends no other test's work
+        s.execute(update(Turn).where(Turn.id == turn.id).values(created_at=utcnow() - timedelta(hours=2)))
+    monkeypatch.setattr(settings, "turn_requeue_after_seconds", 3600.0)
 
     with inprocess_worker(queues=("curator", "turns")):
         enqueue(SWEEP_TURNS, SweepTurns())

@@ -1,0 +1,97 @@
+"""Rate limits on every route (pure ASGI): per API key, or per client address without one.
+
+Turn creation has its own, stricter bucket on top. The limiter talks to Redis through a small
+pool of its own with short timeouts; when Redis is unreachable it lets requests through and
+warns, because a limiter must never take the api down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import time
+
+import redis.asyncio as aioredis
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from services.api.errors import error_response
+from shared.config import Settings
+from shared.ratelimit import RateLimiter
+from shared.redis import redis_url
+
+log = logging.getLogger(__name__)
+
+EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+TURN_PATH = re.compile(r"^/v1/sessions/[^/]+/turns/?$")
+POOL_CONNECTIONS = 16
+REDIS_TIMEOUT_SECONDS = 0.5
+FAIL_OPEN_SECONDS = 5.0
+
+
+def creates_turn(method: str, path: str) -> bool:
+    return method == "POST" and (path == "/v1/chat/completions" or TURN_PATH.match(path) is not None)
+
+
+def identity(scope: Scope) -> str:
+    """Whom a request counts against: the digest of its bearer key, else its client address."""
+    scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return "key:" + hashlib.sha256(token.strip().encode()).hexdigest()
+    client = scope.get("client")
+    return f"addr:{client[0] if client else 'unknown'}"
+
+
+class RateLimit:
+    """429 rate_limited with Retry-After once a key used up its requests (or its turns) for the minute."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+        self._limiters: dict[int, RateLimiter] = {}  # asyncio clients belong to one event loop
+        self._open_until = 0.0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path", "") in EXEMPT_PATHS:
+            await self.app(scope, receive, send)
+            return
+        wait = await self._wait(scope)
+        if wait:
+            path = scope.get("path", "")
+            response = error_response(path, 429, "rate_limited", f"Too many requests; retry in {wait} s.",
+                                      headers={"Retry-After": str(wait)})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _wait(self, scope: Scope) -> int:
+        """Seconds this request must wait: the general bucket, then the turn bucket for turn creation."""
+        s = self.settings
+        if (s.rate_limit_per_minute <= 0 and s.turn_rate_limit_per_minute <= 0) or time.monotonic() < self._open_until:
+            return 0
+        who = identity(scope)
+        try:
+            limiter = self._limiter()
+            wait = await limiter.hit(f"all:{who}", s.rate_limit_per_minute)
+            if not wait and creates_turn(scope.get("method", ""), scope.get("path", "")):
+                wait = await limiter.hit(f"turns:{who}", s.turn_rate_limit_per_minute)
+            return wait
+        except (aioredis.RedisError, OSError, asyncio.TimeoutError) as exc:
+            self._open_until = time.monotonic() + FAIL_OPEN_SECONDS
+            log.warning("rate limits are off for %.0f s: Redis is unreachable (%s)", FAIL_OPEN_SECONDS,
+                        type(exc).__name__)
+            return 0
+
+    def _limiter(self) -> RateLimiter:
+        loop = id(asyncio.get_running_loop())
+        limiter = self._limiters.get(loop)
+        if limiter is None:
+            pool = aioredis.BlockingConnectionPool.from_url(
+                redis_url(self.settings), max_connections=POOL_CONNECTIONS, timeout=REDIS_TIMEOUT_SECONDS,
+                socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
+                decode_responses=True)
+            limiter = self._limiters[loop] = RateLimiter(aioredis.Redis(connection_pool=pool),
+                                                         self.settings.broker_key_prefix)
+        return limiter

@@ -1,0 +1,102 @@
+"""Per-user fairness: at most MAX_RUNNING_TURNS_PER_USER turns of one user are sent or running.
+
+A turn holds one of its user's slots while it runs (or awaits an approval) and while it is queued
+with `enqueued_at` set, i.e. its task is on the broker. The user's other queued turns wait in the
+database; whenever a slot frees, the oldest waiting turns are sent, one per idle session, so a
+burst of one user queues behind that user's own work and never fills the shared queue. Every
+decision holds the user's row lock (Postgres; SQLite's write transaction is already exclusive), so
+two api processes or two workers never hand out one slot twice.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import and_, func, or_
+from sqlmodel import Session, select
+
+from shared.clock import utcnow
+from shared.db import Database
+from shared.models.sessions import ChatSession
+from shared.models.turns import Turn, TurnStatus
+from shared.models.users import User
+
+ACTIVE = (TurnStatus.running.value, TurnStatus.awaiting_approval.value)
+QUEUED = TurnStatus.queued.value
+SCAN_SESSIONS = 200
+
+
+def lock_user(s: Session, user_id: str) -> None:
+    """Serialise slot decisions of one user on Postgres (call after any session lock: sessions, then users).
+
+    FOR NO KEY UPDATE, because inserting a turn already holds the user row's FOR KEY SHARE lock (its
+    foreign key): two accepts upgrading to FOR UPDATE would deadlock, these two locks queue instead.
+    """
+    if s.get_bind().dialect.name != "sqlite":
+        s.exec(select(User.id).where(User.id == user_id).with_for_update(key_share=True)).first()
+
+
+def holding(s: Session, user_id: str) -> list[str]:
+    """The session id of every turn of the user that holds a slot (sent, running or awaiting approval)."""
+    sent = and_(Turn.status == QUEUED, Turn.enqueued_at.is_not(None))
+    return list(s.exec(select(Turn.session_id).where(Turn.user_id == user_id, or_(Turn.status.in_(ACTIVE), sent))))
+
+
+def running_elsewhere(s: Session, user_id: str, session_id: str, fresh_after: datetime) -> int:
+    """Turns of the user running with a live lease in other sessions."""
+    return s.exec(
+        select(func.count()).select_from(Turn).where(
+            Turn.user_id == user_id, Turn.session_id != session_id, Turn.status.in_(ACTIVE),
+            Turn.heartbeat_at >= fresh_after)
+    ).one()
+
+
+def take_slots(s: Session, user_id: str, max_running: int) -> list[Turn]:
+    """Mark the user's oldest waiting turns sent, one per idle session, as far as free slots allow (0: no cap)."""
+    lock_user(s, user_id)
+    held = holding(s, user_id)
+    free = max_running - len(held) if max_running > 0 else None
+    if free is not None and free <= 0:
+        return []
+    busy = set(held)
+    heads = s.exec(
+        select(Turn.session_id, func.min(Turn.seq))
+        .where(Turn.user_id == user_id, Turn.status == QUEUED, Turn.enqueued_at.is_(None))
+        .group_by(Turn.session_id)
+        .order_by(func.min(Turn.created_at))
+        .limit(SCAN_SESSIONS)
+    ).all()
+    now, picked = utcnow(), []
+    for session_id, seq in heads:
+        if free is not None and len(picked) >= free:
+            break
+        if session_id in busy:
+            continue
+        turn = s.exec(select(Turn).where(Turn.session_id == session_id, Turn.seq == seq)).one()
+        turn.enqueued_at = now
+        s.add(turn)
+        picked.append(turn)
+    return picked
+
+
+def send_waiting(db: Database, session_id: str, max_running: int) -> list[Turn]:
+    """After a session went idle here: the turns of its user to send now (marked sent; the caller enqueues them)."""
+    with db.write() as s:
+        user_id = s.exec(select(ChatSession.user_id).where(ChatSession.id == session_id)).first()
+        return take_slots(s, user_id, max_running) if user_id else []
+
+
+def users_waiting(db: Database, created_before: datetime, limit: int = 500) -> list[str]:
+    """Users with a turn waiting (never sent) since before `created_before`: the sweeper's backstop."""
+    with db.read() as s:
+        return list(s.exec(
+            select(Turn.user_id)
+            .where(Turn.status == QUEUED, Turn.enqueued_at.is_(None), Turn.created_at < created_before)
+            .distinct()
+            .limit(limit)
+        ))
+
+
+def send_for_user(db: Database, user_id: str, max_running: int) -> list[Turn]:
+    with db.write() as s:
+        return take_slots(s, user_id, max_running)

@@ -1,0 +1,81 @@
+"""Rate limits: every route per key (or per address), turn creation on its own stricter bucket."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from services.api.main import create_app
+from tests.services.api.helpers import error_of, openai_error_of
+from tests.support.env import free_port
+from tests.support.factories import make_session, make_user
+from tests.support.live import serve_api
+
+LIMIT = 6
+TURN_LIMIT = 2
+
+
+@pytest.fixture(scope="module")
+def limited_api(settings):
+    """An api whose limits are low; its own key prefix keeps its buckets apart from every other test's."""
+    custom = settings.model_copy(update={"rate_limit_per_minute": LIMIT, "turn_rate_limit_per_minute": TURN_LIMIT,
+                                         "broker_key_prefix": f"rl-{uuid.uuid4().hex[:8]}:"})
+    app = create_app(custom)
+    app.state.enqueue = lambda name, payload: None
+    with serve_api(app) as base_url, httpx.Client(base_url=base_url, timeout=20) as http:
+        yield http
+
+
+def assert_rate_limited(response: httpx.Response) -> None:
+    assert response.status_code == 429
+    assert int(response.headers["retry-after"]) >= 1
+
+
+def test_a_key_past_its_limit_gets_429_with_retry_after_and_other_keys_do_not(limited_api, db):
+    """Reproduction: one key could send requests without any limit (no 429 ever), starving the others."""
+    noisy, quiet = make_user(db), make_user(db)
+    answers = [limited_api.get("/v1/sessions", headers=noisy.headers) for _ in range(LIMIT + 1)]
+
+    assert [r.status_code for r in answers[:LIMIT]] == [200] * LIMIT
+    assert_rate_limited(answers[LIMIT])
+    assert error_of(answers[LIMIT])["code"] == "rate_limited"
+    openai = limited_api.get("/v1/models", headers=noisy.headers)
+    assert_rate_limited(openai)
+    assert openai_error_of(openai)["code"] == "rate_limited" and openai_error_of(openai)["type"] == "rate_limit_error"
+
+    assert limited_api.get("/v1/sessions", headers=quiet.headers).status_code == 200
+    assert limited_api.get("/healthz").status_code == 200  # probes are exempt
+
+
+def test_turn_creation_has_its_own_stricter_limit(limited_api, db):
+    """Reproduction: one key could create turns as fast as it could post them."""
+    user = make_user(db)
+    session = make_session(db, user.id)
+    path = f"/v1/sessions/{session.id}/turns"
+    posted = [limited_api.post(path, headers=user.headers, json={"input": f"hi {n}"}) for n in range(TURN_LIMIT + 1)]
+
+    assert [r.status_code for r in posted[:TURN_LIMIT]] == [202] * TURN_LIMIT
+    assert_rate_limited(posted[TURN_LIMIT])
+    assert error_of(posted[TURN_LIMIT])["code"] == "rate_limited"
+    completion = limited_api.post("/v1/chat/completions", headers=user.headers,
+                                  json={"model": "hermes", "messages": [{"role": "user", "content": "hi"}]})
+    assert_rate_limited(completion)
+    assert openai_error_of(completion)["code"] == "rate_limited"
+    assert limited_api.get(f"/v1/sessions/{session.id}", headers=user.headers).status_code == 200
+
+
+def test_requests_without_a_key_are_limited_by_address(limited_api):
+    answers = [limited_api.get("/v1/sessions") for _ in range(LIMIT + 1)]
+    assert [r.status_code for r in answers[:LIMIT]] == [401] * LIMIT
+    assert_rate_limited(answers[LIMIT])
+
+
+def test_the_api_lets_requests_through_when_the_limiter_cannot_reach_redis(settings, db):
+    """A limiter must never take the api down: with Redis unreachable, requests are served (fail open)."""
+    user = make_user(db)
+    custom = settings.model_copy(update={"rate_limit_per_minute": 1, "redis_url": f"redis://127.0.0.1:{free_port()}/0"})
+    with serve_api(create_app(custom)) as base_url, httpx.Client(base_url=base_url, timeout=20) as http:
+        answers = [http.get("/v1/sessions", headers=user.headers).status_code for _ in range(3)]
+    assert answers == [200, 200, 200]
