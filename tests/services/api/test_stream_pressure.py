@@ -257,3 +257,47 @@ def test_a_chat_completion_whose_event_stream_is_unreadable_waits_on_the_turn_ro
     assert completion.status_code == 200, completion.text
     assert completion.json()["choices"][0]["message"]["content"] == "Answered from the row."
     assert turns.get_turn(db, caller.id, completion.headers["x-turn-id"]).status == "completed"
+
+
+def test_sigterm_ends_open_streams_with_an_error_event_and_the_api_exits(db, user, redis_client, tmp_data_dir):
+    """Issue 9: on a graceful stop uvicorn waits for open responses, so an open event stream either held the
+    api up or was cut without a word. Now SIGTERM ends every stream with `event: error` (shutting_down,
+    id = the last event delivered, to resume from) and the api exits."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.support.env import free_port
+
+    turn = new_turn(db, user)
+    port = free_port()
+    log = (tmp_data_dir / "api.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "services.api.main:create_app",
+                             "--host", "127.0.0.1", "--port", str(port)],
+                            env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: _answers(f"{base}/healthz"), 20, what="the api subprocess")
+        with httpx.Client(base_url=base, timeout=20) as http:
+            with http.stream("GET", f"/v1/turns/{turn.id}/events", headers=user.headers) as response:
+                lines = response.iter_lines()
+                started = events.publish(redis_client, turn.id, "turn.started", {})
+                first = [next(lines) for _ in range(4)]
+                proc.send_signal(signal.SIGTERM)
+                rest = list(lines)
+        assert proc.wait(20) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it handled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
+    assert frames_of(first)[0]["id"] == started
+    end = frames_of(rest)[-1]
+    assert end["event"] == "error" and end["data"]["code"] == "shutting_down" and end["id"] == started
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
