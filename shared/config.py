@@ -106,6 +106,10 @@ class Settings(BaseSettings):
     memory_scan_model: str | None = Field(None, alias="MEMORY_SCAN_MODEL")
     memory_scan_timeout_seconds: float = Field(20.0, gt=0, alias="MEMORY_SCAN_TIMEOUT_SECONDS")
     sse_keepalive_seconds: float = Field(15.0, gt=0, le=60, alias="SSE_KEEPALIVE_SECONDS")
+    sse_redis_connections: int = Field(8, ge=2, le=256, alias="SSE_REDIS_CONNECTIONS")
+    sse_max_streams_per_key: int = Field(24, ge=1, alias="SSE_MAX_STREAMS_PER_KEY")
+    sse_subscriber_buffer: int = Field(1000, ge=200, alias="SSE_SUBSCRIBER_BUFFER")
+    api_redis_connections: int = Field(32, ge=1, le=1024, alias="API_REDIS_CONNECTIONS")
     llm_provider: str = Field("auto", alias="LLM_PROVIDER")
     llm_max_tokens: int = Field(4096, alias="LLM_MAX_TOKENS")
 

@@ -44,3 +44,25 @@ def get_async_redis(settings: Settings, *, read_timeout: float = 30) -> aioredis
     """
     return aioredis.Redis.from_url(redis_url(settings), decode_responses=True, socket_connect_timeout=5,
                                    socket_timeout=read_timeout, health_check_interval=30, **async_reconnect())
+
+
+def bounded_async_redis(
+    settings: Settings, *, connections: int, read_timeout: float, name: str, wait_seconds: float = 5.0
+) -> aioredis.Redis:
+    """A new asyncio client that never opens more than `connections` connections.
+
+    A caller finding every connection busy waits up to `wait_seconds` for one (then ConnectionError),
+    instead of opening one more; `name` is set with CLIENT SETNAME so CLIENT LIST shows who holds what.
+    """
+    pool = aioredis.BlockingConnectionPool.from_url(
+        redis_url(settings),
+        max_connections=connections,
+        timeout=wait_seconds,
+        decode_responses=True,
+        socket_connect_timeout=min(5.0, read_timeout),
+        socket_timeout=read_timeout,
+        health_check_interval=30,
+        client_name=name,
+        **async_reconnect(),
+    )
+    return aioredis.Redis(connection_pool=pool)

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import secrets
+import signal
+import threading
 import time
 from contextlib import asynccontextmanager, suppress
 
 import redis
-import redis.asyncio as aioredis
 from fastapi import FastAPI
 
 from services.api.auth_cache import AuthCache, follow_revocations
 from services.api.body_limit import BodyLimit
 from services.api.errors import CatchAll, install_error_handlers
+from services.api.fanout import BLOCK_SECONDS, Hub
 from services.api.rate_limits import RateLimit
 from services.api.routes import admin, chat_completions, events, health, sessions, turns, users
 from services.api.routes import keys as key_routes
@@ -23,12 +27,13 @@ from services.api.routes import skills as skills_routes
 from services.api.routes import search as search_routes
 from services.api.routes import reviews as review_routes
 from services.api.routes import curator as curator_routes
+from services.api.stream_slots import StreamSlots
 from shared import heartbeats
 from shared.config import Settings, get_settings
 from shared.db import get_database
 from shared.logs import setup_logging
 from shared.queue.app import enqueue
-from shared.redis import async_reconnect, get_redis, redis_url
+from shared.redis import bounded_async_redis, get_redis
 
 log = logging.getLogger(__name__)
 
@@ -49,22 +54,55 @@ async def _announce_forever(settings: Settings) -> None:
         await asyncio.sleep(HEARTBEAT_SECONDS)
 
 
-def _async_redis(settings: Settings) -> aioredis.Redis:
-    """The asyncio client for streams and readiness; its read timeout outlasts one XREAD BLOCK."""
-    return aioredis.Redis.from_url(
-        redis_url(settings),
-        decode_responses=True,
-        socket_connect_timeout=5,
-        socket_timeout=settings.sse_keepalive_seconds + 10,
-        health_check_interval=30,
-        **async_reconnect(),
-    )
+READY_TIMEOUT_SECONDS = 2.0
+
+
+def _open_redis(app: FastAPI) -> None:
+    """Separate, bounded Redis clients: request handling, readiness, and the SSE fan-out.
+
+    However many streams are open, they share SSE_REDIS_CONNECTIONS connections and can never take
+    the ones /readyz and ordinary requests need.
+    """
+    settings, name = app.state.settings, app.state.redis_name
+    app.state.redis = bounded_async_redis(
+        settings, connections=settings.api_redis_connections, read_timeout=10, name=f"{name}:req")
+    app.state.ready_redis = bounded_async_redis(
+        settings, connections=2, read_timeout=READY_TIMEOUT_SECONDS, wait_seconds=READY_TIMEOUT_SECONDS,
+        name=f"{name}:ready")
+    readers = max(1, settings.sse_redis_connections // 2)
+    reader_clients = [
+        bounded_async_redis(settings, connections=1, read_timeout=BLOCK_SECONDS + 10, name=f"{name}:sse")
+        for _ in range(readers)
+    ]
+    replay = bounded_async_redis(
+        settings, connections=settings.sse_redis_connections - readers, read_timeout=10, name=f"{name}:sse")
+    app.state.hub = Hub(reader_clients, replay, buffer=settings.sse_subscriber_buffer)
+
+
+def _drain_streams_on_exit_signals(hub: Hub) -> None:
+    """uvicorn waits for open responses before it shuts down: on SIGINT/SIGTERM end every event
+    stream first (with an `error` event saying to resume), then let uvicorn's own handler run."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(sig)
+        if not callable(previous):
+            continue
+
+        def handler(signum, frame, previous=previous):
+            loop.call_soon_threadsafe(hub.drain)
+            previous(signum, frame)
+
+        signal.signal(sig, handler)
 
 
 @asynccontextmanager
 async def lifespan(app: FastAPI):
-    """Open the asyncio Redis client and the heartbeat for the life of the server."""
-    app.state.redis = _async_redis(app.state.settings)
+    """Open the Redis clients, the SSE fan-out and the heartbeat for the life of the server."""
+    _open_redis(app)
+    app.state.hub.start()
+    _drain_streams_on_exit_signals(app.state.hub)
     beat = asyncio.create_task(_announce_forever(app.state.settings))
     revocations = asyncio.create_task(follow_revocations(app.state.auth_cache, app.state.settings))
     try:
@@ -76,7 +114,9 @@ async def lifespan(app: FastAPI):
         beat.cancel()
         with suppress(asyncio.CancelledError):
             await beat
-        await app.state.redis.aclose()
+        await app.state.hub.close()
+        await app.state.redis.aclose(close_connection_pool=True)
+        await app.state.ready_redis.aclose(close_connection_pool=True)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -95,6 +135,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.enqueue = enqueue
     app.state.auth_cache = AuthCache()
     app.state.started_at = int(time.time())
+    app.state.redis_name = f"hstack-api-{os.getpid()}-{secrets.token_hex(3)}"
+    app.state.stream_slots = StreamSlots(settings.sse_max_streams_per_key)
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_input_bytes)
     app.add_middleware(RateLimit, settings=settings)

@@ -1,44 +1,48 @@
-"""Following a turn's Redis event stream from the api, with SSE framing."""
+"""Following a turn's events for a client: replay from Redis, then the live fan-out, with SSE framing."""
 
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
 import re
 from contextlib import aclosing
-from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable, TypeVar
+from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
-import redis.asyncio as aioredis
+import redis
+from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
+from services.api.fanout import BATCH, BROKEN, Event, Hub, StreamEnd, id_key, stream_entries
 from shared import events
 from shared.db import Database
+from shared.errors import InvalidInput
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.stores import turns
 
-BATCH = 200
+__all__ = ["Event", "StreamEnd", "follow", "follow_or_poll", "parse_event_id", "terminal_from_row", "turn_loader", "within"]
+
+log = logging.getLogger(__name__)
+
 SYNTHETIC_ID = "0-1"
+POLL_SECONDS = 0.5
 KEEPALIVE = ": keepalive\n\n"
-STREAM_ID = re.compile(r"^\d{1,20}(-\d{1,20})?$")
+STREAM_ID = re.compile(r"^(\d{1,20})(?:-(\d{1,20}))?$")
+MAX_ID_PART = 2**64 - 1
 
 TurnLoader = Callable[[], Awaitable[Turn]]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Event:
-    id: str
-    type: str
-    data: dict[str, Any]
-
-    @property
-    def terminal(self) -> bool:
-        return self.type in events.TERMINAL_EVENTS
-
-    def sse(self) -> str:
-        """One SSE frame: id, event type and JSON data."""
-        return f"id: {self.id}\nevent: {self.type}\ndata: {json.dumps(self.data, ensure_ascii=False)}\n\n"
+def parse_event_id(value: str) -> str:
+    """A client's Last-Event-ID as a full Redis stream id; 422 when it is not one Redis could hold."""
+    match = STREAM_ID.match(value)
+    if not match:
+        raise InvalidInput("last_event_id: not an event id like 1718000000000-0.", code="invalid_last_event_id")
+    ms, seq = int(match.group(1)), int(match.group(2) or 0)
+    if ms > MAX_ID_PART or seq > MAX_ID_PART:
+        raise InvalidInput("last_event_id: each part of an event id is at most 18446744073709551615.",
+                           code="invalid_last_event_id")
+    return f"{ms}-{seq}"
 
 
 def turn_loader(db: Database, user_id: str, turn_id: str) -> TurnLoader:
@@ -60,42 +64,121 @@ def terminal_from_row(turn: Turn) -> Event:
     return Event(SYNTHETIC_ID, "turn.cancelled", {})
 
 
-def _finished(turn: Turn) -> bool:
+def finished(turn: Turn) -> bool:
     return turn.status in {s.value for s in TERMINAL_STATUSES}
 
 
+def error_event(last: str, end: StreamEnd) -> Event:
+    """The explicit last frame of a stream that stops early; its id is where to resume."""
+    return Event(last, "error", {"code": end.code, "message": end.message})
+
+
+async def history(hub: Hub, turn_id: str, after: str, upto: str | None = None) -> list[Event]:
+    """The stored events after `after` (up to `upto`), read without blocking on the replay pool."""
+    key, out, last = events.stream_key(turn_id), [], after
+    while True:
+        reply = stream_entries(await hub.replay.xread({key: last}, count=BATCH))
+        entries = reply[0][1] if reply else []
+        for entry_id, fields in entries:
+            if upto is not None and id_key(entry_id) > id_key(upto):
+                return out
+            out.append(Event(*events.decode(entry_id, fields)))
+        if len(entries) < BATCH:
+            return out
+        last = entries[-1][0]
+
+
 async def follow(
-    r: aioredis.Redis, turn_id: str, load_turn: TurnLoader, *, idle_seconds: float, after: str | None = None
+    hub: Hub, turn_id: str, load_turn: TurnLoader, *, idle_seconds: float, after: str | None = None
 ) -> AsyncIterator[Event | None]:
     """The turn's events after `after` (from the start when None); None after each idle `idle_seconds`
-    (time for a keepalive); ends on a terminal event.
+    (time for a keepalive); ends on a terminal event, or on an `error` event naming where to resume.
 
     A turn that is finished in the database but whose stream holds no terminal event (expired, or the
     worker died before publishing) ends with a terminal event rebuilt from the row.
     """
-    key = events.stream_key(turn_id)
     last = after or "0-0"
-    block_ms = max(1, int(idle_seconds * 1000))
-    if not await r.exists(key):
-        turn = await load_turn()
-        if _finished(turn):
-            yield terminal_from_row(turn)
-            return
-    while True:
-        reply = await r.xread({key: last}, count=BATCH, block=block_ms)
-        if not reply:
+    try:
+        if not await hub.replay.exists(events.stream_key(turn_id)):
             turn = await load_turn()
-            if _finished(turn):
+            if finished(turn):
                 yield terminal_from_row(turn)
                 return
-            yield None
-            continue
-        for entry_id, fields in reply[0][1]:
-            event = Event(*events.decode(entry_id, fields))
-            last = entry_id
+    except (redis.RedisError, OSError):
+        yield error_event(last, BROKEN)
+        return
+    sub, upto = await hub.subscribe(turn_id, last)
+    try:
+        async for event in _joined(hub, sub, turn_id, load_turn, last, upto, idle_seconds):
+            if event is not None and event.type != "error":
+                last = event.id
             yield event
+    except (redis.RedisError, OSError):
+        yield error_event(last, BROKEN)
+    finally:
+        hub.unsubscribe(turn_id, sub)
+
+
+async def _joined(hub: Hub, sub, turn_id: str, load_turn: TurnLoader, last: str, upto: str,
+                  idle_seconds: float) -> AsyncIterator[Event | None]:
+    """Replay up to where the fan-out joined, then the fan-out, skipping anything already sent."""
+    if id_key(upto) > id_key(last):
+        for event in await history(hub, turn_id, last, upto):
+            yield event
+            last = event.id
             if event.terminal:
                 return
+    while True:
+        item = await sub.next(idle_seconds)
+        if isinstance(item, StreamEnd):
+            yield error_event(last, item)
+            return
+        if item is None:
+            turn = await load_turn()
+            if not finished(turn):
+                yield None
+                continue
+            for event in await history(hub, turn_id, last):
+                yield event
+                if event.terminal:
+                    return
+            yield terminal_from_row(turn)
+            return
+        if id_key(item.id) <= id_key(last):
+            continue
+        yield item
+        last = item.id
+        if item.terminal:
+            return
+
+
+async def follow_or_poll(
+    hub: Hub, turn_id: str, load_turn: TurnLoader, *, idle_seconds: float, poll_seconds: float = POLL_SECONDS
+) -> AsyncIterator[Event | None]:
+    """`follow`, but when the event stream cannot be read, poll the turn's row (the source of truth)
+    until it finishes, so a waiter never gives up on accepted work because Redis is in trouble."""
+    async for event in follow(hub, turn_id, load_turn, idle_seconds=idle_seconds):
+        if event is not None and event.type == "error":
+            log.warning("events of turn %s unreadable (%s); polling its row", turn_id, event.data.get("code"))
+            break
+        yield event
+        if event is not None and event.terminal:
+            return
+    loop = asyncio.get_running_loop()
+    quiet_since = loop.time()
+    while True:
+        try:
+            turn = await load_turn()
+        except OperationalError as exc:  # the database blinked: keep waiting, bounded by the caller
+            log.warning("could not read turn %s (%s); retrying", turn_id, type(exc).__name__)
+        else:
+            if finished(turn):
+                yield terminal_from_row(turn)
+                return
+        if loop.time() - quiet_since >= idle_seconds:
+            quiet_since = loop.time()
+            yield None
+        await asyncio.sleep(poll_seconds)
 
 
 async def within(stream: AsyncIterator[T], seconds: float) -> AsyncIterator[T]:

@@ -87,6 +87,12 @@ def _by_idempotency_key(s: Session, user_id: str, key: str) -> Turn | None:
     return s.exec(select(Turn).where(Turn.user_id == user_id, Turn.idempotency_key == key)).first()
 
 
+def find_by_idempotency_key(db: Database, user_id: str, key: str) -> Turn | None:
+    """The turn this user's Idempotency-Key already made, if any."""
+    with db.read() as s:
+        return _by_idempotency_key(s, user_id, key)
+
+
 def _same_request(turn: Turn, request_hash: str | None) -> Turn:
     if turn.request_hash != request_hash:
         raise IdempotencyConflict()

@@ -6,9 +6,8 @@ import asyncio
 
 import pytest
 
-from services.api.main import _async_redis
 from shared.config import Settings
-from shared.redis import _sync_client, get_async_redis
+from shared.redis import _sync_client, bounded_async_redis, get_async_redis
 from tests.support.env import free_port, start_embedded_redis
 
 
@@ -40,7 +39,9 @@ def test_the_apis_async_client_answers_the_first_call_after_a_restart(restartabl
     url, restart = restartable_redis
 
     async def scenario() -> None:
-        for client in (_async_redis(settings_for(url)), get_async_redis(settings_for(url))):
+        settings = settings_for(url)
+        bounded = bounded_async_redis(settings, connections=2, read_timeout=5, name="test:reconnect")
+        for client in (bounded, get_async_redis(settings)):
             assert await client.ping()
             restart()
             assert await client.ping(), "the first command after the restart succeeds"

@@ -7,13 +7,12 @@ import time
 from contextlib import aclosing
 from typing import Annotated, AsyncIterator
 
-import redis
 from fastapi import APIRouter, Header, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from services.api.accept import accept_turn, check_input_size
-from services.api.deps import AsyncRedisDep, CurrentUser, DbDep, Enqueue, EnqueueDep, SettingsDep
+from services.api.accept import accept_turn, check_input_size, request_hash
+from services.api.deps import CurrentUser, DbDep, Enqueue, EnqueueDep, SettingsDep
 from services.api.errors import error_response
 from services.api.openai_models import (
     AssistantMessage,
@@ -27,11 +26,12 @@ from services.api.openai_models import (
     openai_errors,
 )
 from services.api.routes.events import SSE_HEADERS
-from services.api.streams import KEEPALIVE, Event, follow, turn_loader, within
+from services.api.streams import KEEPALIVE, SYNTHETIC_ID, Event, follow_or_poll, turn_loader, within
 from shared.config import Settings
 from shared.db import Database
+from shared.errors import IdempotencyConflict
 from shared.models.turns import Turn
-from shared.stores import sessions
+from shared.stores import sessions, turns
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +46,28 @@ def model_name(settings: Settings, requested: str | None = None) -> str:
 
 
 def _start_turn(
-    db: Database, enqueue: Enqueue, settings: Settings, user_id: str, body: ChatCompletionRequest, session_id: str | None
+    db: Database,
+    enqueue: Enqueue,
+    settings: Settings,
+    user_id: str,
+    body: ChatCompletionRequest,
+    session_id: str | None,
+    idempotency_key: str | None = None,
 ) -> Turn:
-    """Continue the stored session named by X-Session-Id, or open one seeded with the client's history."""
+    """Continue the stored session named by X-Session-Id, or open one seeded with the client's history.
+
+    A retry with the same Idempotency-Key and body waits on the first request's turn instead of
+    running it again; the same key with another body is 409 idempotency_key_reused.
+    """
     text = body.messages[-1].text or ""
     check_input_size(settings, text)
+    digest = request_hash(body.model_dump(), session_id or "") if idempotency_key else None
+    if idempotency_key:
+        existing = turns.find_by_idempotency_key(db, user_id, idempotency_key)
+        if existing is not None:
+            if existing.request_hash != digest:
+                raise IdempotencyConflict()
+            return existing
     if session_id:
         sessions.get_session(db, user_id, session_id)
     else:
@@ -58,7 +75,8 @@ def _start_turn(
         if body.history:
             sessions.append_messages(db, row.id, body.history)
         session_id = row.id
-    return accept_turn(db, enqueue, settings, user_id=user_id, session_id=session_id, text=text)
+    return accept_turn(db, enqueue, settings, user_id=user_id, session_id=session_id, text=text,
+                       idempotency_key=idempotency_key, body_hash=digest)
 
 
 def _failure(event: Event) -> tuple[str, str]:
@@ -72,30 +90,41 @@ def _failure(event: Event) -> tuple[str, str]:
 @router.post(
     "/v1/chat/completions",
     response_model=ChatCompletion,
-    responses={200: STREAM_DOC, **openai_errors(400, 401, 404, 413, 502, 504)},
+    responses={200: STREAM_DOC, **openai_errors(400, 401, 404, 409, 413, 502, 504)},
 )
 async def chat_completions(
     body: ChatCompletionRequest,
     request: Request,
     response: Response,
     db: DbDep,
-    r: AsyncRedisDep,
     settings: SettingsDep,
     enqueue: EnqueueDep,
     user: CurrentUser,
     x_session_id: Annotated[str | None, Header(max_length=64)] = None,
+    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> ChatCompletion | Response:
-    """Run the last user message as a turn and answer in OpenAI's format, streamed or not."""
-    turn = await run_in_threadpool(_start_turn, db, enqueue, settings, user.id, body, x_session_id)
+    """Run the last user message as a turn and answer in OpenAI's format, streamed or not.
+
+    Once the turn is accepted every answer names it (X-Turn-Id, X-Session-Id); waiting survives Redis
+    trouble by polling the turn's row, and Idempotency-Key makes a retry wait on the same turn.
+    """
+    key = (idempotency_key or "").strip() or None
+    turn = await run_in_threadpool(_start_turn, db, enqueue, settings, user.id, body, x_session_id, key)
     ids = {"X-Session-Id": turn.session_id, "X-Turn-Id": turn.id}
     model = model_name(settings, body.model)
-    followed = follow(r, turn.id, turn_loader(db, user.id, turn.id), idle_seconds=settings.sse_keepalive_seconds)
+    followed = follow_or_poll(request.app.state.hub, turn.id, turn_loader(db, user.id, turn.id),
+                              idle_seconds=settings.sse_keepalive_seconds)
     events = within(followed, settings.chat_completion_timeout_seconds)
     chunks = ChunkMaker(f"chatcmpl-{turn.id}", model, int(time.time()))
     if body.stream:
         frames = _stream(events, chunks, body.include_usage)
         return StreamingResponse(frames, media_type="text/event-stream", headers={**SSE_HEADERS, **ids})
-    final = await _terminal(events)
+    try:
+        final = await _terminal(events)
+    except Exception:  # anything unforeseen: still name the accepted turn so the client can find it
+        log.exception("waiting for turn %s failed", turn.id)
+        message = f"The turn was accepted and keeps running; read it at GET /v1/turns/{turn.id}."
+        return error_response(request.url.path, 500, "internal_error", message, headers=ids)
     if final is None:
         message = f"The turn did not finish in time; it keeps running: GET /v1/turns/{turn.id}."
         return error_response(request.url.path, 504, "timeout", message, headers=ids)
@@ -126,17 +155,28 @@ async def _terminal(events: AsyncIterator[Event | None]) -> Event | None:
 async def _stream(events: AsyncIterator[Event | None], chunks: ChunkMaker, include_usage: bool) -> AsyncIterator[str]:
     """Role chunk, content deltas, tool activity as SSE comments, the stop chunk (and usage), then [DONE]."""
     yield chunks.delta({"role": "assistant", "content": ""})
+    sent = ""
     try:
         async with aclosing(events):
             async for event in events:
+                if event is not None and event.type == "message.delta":
+                    sent += event.data.get("delta") or ""
+                rest = _unsent_output(event, sent)
+                if rest:
+                    yield chunks.delta({"content": rest})
                 for frame in _frames_for(event, chunks, include_usage):
                     yield frame
     except TimeoutError:
         yield _error_line(chunks, "timeout", "The turn did not finish in time.")
-    except redis.RedisError as exc:
-        log.warning("completion stream of %s broke off (%s)", chunks.base["id"], type(exc).__name__)
-        yield _error_line(chunks, "service_unavailable", "The event stream broke off; read the turn by its id.")
     yield "data: [DONE]\n\n"
+
+
+def _unsent_output(event: Event | None, sent: str) -> str:
+    """The end of the output that a completion rebuilt from the turn's row has not streamed yet."""
+    if event is None or event.id != SYNTHETIC_ID or event.type != "turn.completed":
+        return ""
+    output = event.data.get("output") or ""
+    return output[len(sent):] if output.startswith(sent) else ""
 
 
 def _error_line(chunks: ChunkMaker, code: str, message: str) -> str:

@@ -5,25 +5,28 @@ from __future__ import annotations
 import logging
 from typing import Annotated, AsyncIterator
 
-import redis
-import redis.asyncio as aioredis
-from fastapi import APIRouter, Header, Query
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from services.api.deps import AsyncRedisDep, CurrentUser, DbDep, SettingsDep
+from services.api.deps import Credentials, CurrentUser, DbDep, SettingsDep
+from services.api.errors import error_response
+from services.api.fanout import Hub
 from services.api.schemas import error_responses
-from services.api.streams import KEEPALIVE, STREAM_ID, TurnLoader, follow, turn_loader
-from shared.errors import InvalidInput
-from shared.stores import turns
+from services.api.stream_slots import SlotStreamingResponse, StreamSlots
+from services.api.streams import KEEPALIVE, TurnLoader, follow, parse_event_id, turn_loader
+from shared.stores import turns, users
 
 log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["turns"])
 
+RETRY_AFTER_SECONDS = 5
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 SSE_DOC = {
-    "description": "`id: <stream id>`, `event: <type>`, `data: <json>` frames; `: keepalive` after each idle SSE_KEEPALIVE_SECONDS (15 s).",
+    "description": "`id: <stream id>`, `event: <type>`, `data: <json>` frames; `: keepalive` after each idle "
+    "SSE_KEEPALIVE_SECONDS (15 s). A stream ends with its terminal event, or with `event: error` "
+    '(`{"code", "message"}`, its id the Last-Event-ID to resume from).',
     "content": {"text/event-stream": {"schema": {"type": "string"}}},
 }
 
@@ -31,32 +34,37 @@ SSE_DOC = {
 @router.get(
     "/v1/turns/{turn_id}/events",
     response_class=StreamingResponse,
-    responses={200: SSE_DOC, **error_responses(401, 404, 422)},
+    responses={200: SSE_DOC, **error_responses(401, 404, 422, 429)},
 )
 async def turn_events(
     turn_id: str,
+    request: Request,
     db: DbDep,
-    r: AsyncRedisDep,
     settings: SettingsDep,
     user: CurrentUser,
+    credentials: Credentials,
     last_event_id: Annotated[str | None, Header(max_length=64)] = None,
     last_event_id_query: Annotated[str | None, Query(alias="last_event_id", max_length=64)] = None,
-) -> StreamingResponse:
-    """Replay the turn's events from the start (or after Last-Event-ID) and follow them to the terminal one."""
-    await run_in_threadpool(turns.get_turn, db, user.id, turn_id)
+) -> Response:
+    """Replay the turn's events from the start (or after Last-Event-ID) and follow them to the terminal one;
+    429 too_many_streams when this key already holds SSE_MAX_STREAMS_PER_KEY open streams."""
     after = last_event_id or last_event_id_query
-    if after is not None and not STREAM_ID.match(after):
-        raise InvalidInput("last_event_id: not an event id like 1718000000000-0.")
-    frames = _frames(r, turn_id, turn_loader(db, user.id, turn_id), after, settings.sse_keepalive_seconds)
-    return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)
+    after = parse_event_id(after) if after is not None else None
+    await run_in_threadpool(turns.get_turn, db, user.id, turn_id)
+    slots: StreamSlots = request.app.state.stream_slots
+    slot = slots.acquire(users.hash_key(credentials.credentials))
+    if slot is None:
+        message = f"This API key already has {slots.cap} open event streams; close one or retry later."
+        return error_response(request.url.path, 429, "too_many_streams", message,
+                              headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+    hub: Hub = request.app.state.hub
+    frames = _frames(hub, turn_id, turn_loader(db, user.id, turn_id), after, settings.sse_keepalive_seconds)
+    return SlotStreamingResponse(frames, slot=slot, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-async def _frames(
-    r: aioredis.Redis, turn_id: str, load_turn: TurnLoader, after: str | None, keepalive: float
-) -> AsyncIterator[str]:
-    """SSE frames; a Redis failure mid-stream ends the response so the client resumes with Last-Event-ID."""
-    try:
-        async for event in follow(r, turn_id, load_turn, idle_seconds=keepalive, after=after):
-            yield KEEPALIVE if event is None else event.sse()
-    except redis.RedisError as exc:
-        log.warning("event stream of turn %s broke off (%s)", turn_id, type(exc).__name__)
+async def _frames(hub: Hub, turn_id: str, load_turn: TurnLoader, after: str | None, keepalive: float) -> AsyncIterator[str]:
+    """SSE frames until the terminal event or an explicit `error` event."""
+    async for event in follow(hub, turn_id, load_turn, idle_seconds=keepalive, after=after):
+        if event is not None and event.type == "error":
+            log.warning("event stream of turn %s ended early (%s)", turn_id, event.data.get("code"))
+        yield KEEPALIVE if event is None else event.sse()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import anyio
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from services.api.deps import AsyncRedisDep, DbDep
+from services.api.deps import DbDep
 from services.api.errors import error_response
 from services.api.schemas import ErrorBody, Health, Readiness
 from shared.db import Database
@@ -39,8 +39,12 @@ async def _check(name: str, probe) -> tuple[str, str]:
 
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": ErrorBody}})
-async def readyz(db: DbDep, r: AsyncRedisDep) -> Readiness | JSONResponse:
-    """Ready when the database answers SELECT 1 and Redis answers PING, each within 2 s."""
+async def readyz(request: Request, db: DbDep) -> Readiness | JSONResponse:
+    """Ready when the database answers SELECT 1 and Redis answers PING, each within 2 s.
+
+    PING goes over readiness' own connections, so no number of open streams or busy requests can
+    make a healthy api look unready."""
+    r = request.app.state.ready_redis
     results = await asyncio.gather(
         _check("database", lambda: anyio.to_thread.run_sync(_select_one, db, abandon_on_cancel=True)),
         _check("redis", r.ping),

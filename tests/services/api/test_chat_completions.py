@@ -177,3 +177,30 @@ def test_a_turn_slower_than_the_timeout_is_a_504(chat_api, settings, model, user
     assert caught.value.status_code == 504
     assert caught.value.body["code"] == "timeout"
     assert caught.value.response.headers["x-turn-id"] in caught.value.body["message"]
+
+
+def test_a_retried_completion_with_the_same_idempotency_key_runs_its_turn_once(oai, model, db, user):
+    """Issue 9: a chat completion could answer an error for a turn that was accepted and kept running, and
+    a client retry then ran the turn a second time. Now Idempotency-Key makes the retry wait on (and
+    answer with) the first request's turn."""
+    model.on("exactly once", text("Only one run."))
+    request = {"model": "scripted", "messages": [{"role": "user", "content": "exactly once, please"}]}
+    headers = {"Idempotency-Key": "completion-retry-1"}
+    first = oai.chat.completions.with_raw_response.create(**request, extra_headers=headers)
+    again = oai.chat.completions.with_raw_response.create(**request, extra_headers=headers)
+    assert again.headers["x-turn-id"] == first.headers["x-turn-id"]
+    assert again.headers["x-session-id"] == first.headers["x-session-id"]
+    assert again.parse().choices[0].message.content == first.parse().choices[0].message.content == "Only one run."
+    assert len(requests_saying(model, "exactly once")) == 1
+    assert len(sessions.list_messages(db, first.headers["x-session-id"])) == 2
+
+
+def test_the_same_idempotency_key_with_another_body_is_409(oai, model):
+    model.on("first body", text("ok"))
+    headers = {"Idempotency-Key": "completion-retry-2"}
+    oai.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "first body"}],
+                                extra_headers=headers)
+    with pytest.raises(openai.ConflictError) as raised:
+        oai.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "second body"}],
+                                    extra_headers=headers)
+    assert raised.value.code == "idempotency_key_reused"
