@@ -14,7 +14,8 @@ import time
 
 import redis
 
-from shared import heartbeats
+from shared import cancels, heartbeats
+from shared.config import Settings
 from shared.db import Database
 from shared.stores import turns
 
@@ -26,8 +27,10 @@ ANNOUNCE_EVERY_SECONDS = 10.0
 class LeaseKeeper:
     """Holds turn leases for one worker id and remembers which held turns were cancelled."""
 
-    def __init__(self, db: Database, r: redis.Redis, worker_id: str, *, interval: float, service: str) -> None:
+    def __init__(self, db: Database, r: redis.Redis, worker_id: str, *, interval: float, service: str,
+                 settings: Settings | None = None) -> None:
         self.db = db
+        self.settings = settings  # when given, cancels pushed through Redis are heard at once
         self.redis = r
         self.worker_id = worker_id
         self.interval = interval
@@ -37,6 +40,7 @@ class LeaseKeeper:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._listener: threading.Thread | None = None
         self._announced_at = 0.0
 
     def start(self) -> None:
@@ -47,14 +51,25 @@ class LeaseKeeper:
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._run, args=(self._stop,), name="lease-keeper", daemon=True)
             self._thread.start()
+            if self.settings is not None:
+                self._listener = threading.Thread(
+                    target=cancels.follow, args=(self.redis, self.settings, self._cancel_pushed, self._stop),
+                    name="cancel-listener", daemon=True)
+                self._listener.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the thread and wait for it."""
         with self._lock:
-            thread, self._thread = self._thread, None
+            threads = [t for t in (self._thread, self._listener) if t is not None]
+            self._thread = self._listener = None
             self._stop.set()
-        if thread is not None:
+        for thread in threads:
             thread.join(timeout)
+
+    def _cancel_pushed(self, turn_id: str) -> None:
+        with self._lock:
+            if turn_id in self._held:
+                self._cancelled.add(turn_id)
 
     def hold(self, turn_id: str, *, cancel_requested: bool = False) -> None:
         with self._lock:

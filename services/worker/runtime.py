@@ -50,7 +50,8 @@ class Runtime:
         r = get_redis(settings)
         service = service_name()
         worker_id = worker_id or instance_id(service)
-        leases = LeaseKeeper(db, r, worker_id, interval=settings.turn_heartbeat_seconds, service=service)
+        leases = LeaseKeeper(db, r, worker_id, interval=settings.turn_heartbeat_seconds, service=service,
+                             settings=settings)
         return cls(settings, db, r, get_llm(settings, r), tools if tools is not None else REGISTRY, worker_id, leases)
 
 

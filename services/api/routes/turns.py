@@ -11,7 +11,7 @@ from fastapi import APIRouter, Header, Response
 from services.api.accept import accept_turn, request_hash
 from services.api.deps import CurrentUser, DbDep, EnqueueDep, RedisDep, SettingsDep
 from services.api.schemas import error_responses
-from shared import events
+from shared import cancels, events
 from shared.models.turns import TurnCreate, TurnPublic, TurnStatus
 from shared.stores import turns
 
@@ -64,6 +64,8 @@ def cancel_turn(turn_id: str, db: DbDep, r: RedisDep, settings: SettingsDep, use
     turn = turns.request_cancel(db, user.id, turn_id)
     if turn.status == TurnStatus.cancelled.value:
         _announce_cancelled(r, turn.id, settings.event_stream_ttl_seconds)
+    else:
+        cancels.announce(r, settings, turn.id)
     return TurnPublic.of(turn)
 
 

@@ -8,6 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
+from shared import cancels
 from shared.stores import sessions, turns
 from services.worker.agent.drain import drain_session
 from services.worker.tools.registry import ToolRegistry
@@ -108,6 +109,29 @@ def test_cancel_ends_a_turn_whose_tool_never_returns(db, user, session, model, m
         assert event_types(redis_client, turn.id)[-1] == "turn.cancelled"
         worker.join(10)
         assert not worker.is_alive() and len(model.requests) == 1
+    finally:
+        blocking.release.set()
+
+
+def test_a_pushed_cancel_ends_the_turn_without_waiting_for_a_heartbeat(db, user, session, model, make_runtime, settings):
+    """Reproduction (issue 9): a worker learned of a cancel only on its next lease heartbeat (every
+    TURN_HEARTBEAT_SECONDS), so cancel could not take effect within a second. The api now pushes the cancel
+    through Redis; here heartbeats are an hour apart, so only the push can end the turn."""
+    blocking = BlockingTool()
+    runtime = make_runtime(tools=ToolRegistry([tool("block", blocking)]), turn_heartbeat_seconds=3600)
+    model.script(tool_call([("block", {}, "c1")]))
+    turn = post_turn(db, user.id, session.id, "block until cancelled")
+    worker = threading.Thread(target=drain_session, args=(runtime, session.id), daemon=True)
+    worker.start()
+    try:
+        assert blocking.started.wait(10)
+        turns.request_cancel(db, user.id, turn.id)
+        cancels.announce(runtime.redis, runtime.settings, turn.id)
+
+        cancelled = wait_finished(db, turn.id)
+        assert (cancelled.status, cancelled.error_code) == ("cancelled", "cancelled")
+        assert blocking.threads[0].is_alive()
+        worker.join(10)
     finally:
         blocking.release.set()
 
