@@ -46,6 +46,7 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.sandbox
 	@$(BIN)/python -m bench.approval
 	@$(BIN)/python -m bench.fairness
+	@$(BIN)/python -m bench.noisy_neighbour
 
 clean:
 	rm -rf $(VENV) .pytest_cache
