@@ -47,6 +47,8 @@ class LineIndex:
         end = self.starts[last] + len(self.lines[last])
         if newline and last < len(self.lines) - 1:
             end += 1
+        elif not newline and self.lines[last].endswith("\r"):
+            end -= 1  # a CRLF line's CR belongs to its line ending, not to the matched text
         return self.starts[first], end
 
 

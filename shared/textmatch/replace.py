@@ -163,12 +163,16 @@ def reindent(region: str, old: str, new: str) -> str:
 
 
 def _scaled(mapped: dict[str, str], lead: str) -> str | None:
-    """An indentation the map lacks, when the map is a steady spaces-to-spaces factor (2 → 4 makes 4 → 8)."""
-    factors = {len(v) / len(k) for k, v in mapped.items() if k and not k.strip(" ") and not v.strip(" ")}
-    if len(factors) != 1 or lead.strip(" ") or any(k.strip(" ") for k in mapped):
+    """An indentation the map lacks, when the map is a steady spaces-only shift and factor (2 → 4 makes 4 → 8)."""
+    pairs = sorted((len(k), len(v)) for k, v in mapped.items())
+    if not pairs or lead.strip(" ") or any(k.strip(" ") or v.strip(" ") for k, v in mapped.items()):
         return None
-    width = len(lead) * factors.pop()
-    return " " * int(width) if width.is_integer() else None
+    (base_old, base_new), rest = pairs[0], pairs[1:]
+    factors = {(new - base_new) / (old - base_old) for old, new in rest} or {1.0}
+    if len(factors) != 1 or len(lead) < base_old:
+        return None
+    width = base_new + (len(lead) - base_old) * factors.pop()
+    return " " * int(width) if width >= 0 and float(width).is_integer() else None
 
 
 def _indent_map(region: str, old: str) -> dict[str, str]:
