@@ -151,3 +151,15 @@ def test_the_diff_shows_the_change_with_file_line_numbers_and_is_bounded():
     assert "[diff omitted" in huge and len(huge) < 200
     wide = unified_diff("", "z" * 20_000, "wide.txt")
     assert wide.endswith("[diff cut at 6,000 characters]\n")
+
+
+def test_texts_with_more_distinct_lines_than_code_points_use_the_kmp_search(monkeypatch):
+    from shared.textmatch import lines
+
+    content = "".join(f"  row {n}\n" for n in range(50)) + "  row 7\n  row 8\n"
+    expected = find_and_replace(content, "row 7\nrow 8 ", "x", replace_all=True)
+    monkeypatch.setattr(lines, "_MAX_IDS", 3)
+
+    assert lines.line_runs(["a", "b", "a", "b", "a"], ["a", "b", "a"], lambda: False) == [0, 2]
+    assert find_and_replace(content, "row 7\nrow 8 ", "x", replace_all=True) == expected
+    assert expected.count == 2 and expected.strategy == "line_trimmed"

@@ -33,7 +33,11 @@ def _read(target, path: str) -> tuple[str, int]:
         raise NotFound(f"No such file: {path}. Create it with write_file.")
     if not target.is_file():
         raise InvalidInput(f"{path} is not a regular file.")
-    with target.open("rb") as fh:
+    try:  # the path is already resolved: a link appearing there now was swapped in, so refuse to follow it
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        raise InvalidInput(f"{path} could not be opened for patching.") from None
+    with os.fdopen(fd, "rb") as fh:
         raw = fh.read(MAX_PATCH_FILE_BYTES + 1)
         mode = os.fstat(fh.fileno()).st_mode
     if len(raw) > MAX_PATCH_FILE_BYTES:
