@@ -47,6 +47,7 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.approval
 	@$(BIN)/python -m bench.fairness
 	@$(BIN)/python -m bench.noisy_neighbour
+	@$(BIN)/python -m bench.textmatch
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -31,6 +31,7 @@ from shared.stores.skill_format import (
     parse_skill_md,
 )
 from shared.stores.skills import Located, SkillStore, refuse_threats
+from shared.textmatch import MatchFailure, find_and_replace
 
 PREVIEW_CHARS = 500
 AGENT_WRITERS = (SkillWriter.agent.value, SkillWriter.review.value)
@@ -41,6 +42,15 @@ def _text(value: Any, argument: str, *, allow_empty: bool = False) -> str:
         raise InvalidInput(f"{argument} is required{'' if allow_empty else ' and may not be empty'}.",
                            code="skill_argument_missing")
     return value
+
+
+def _patch_refused(failure: MatchFailure, name: str, relative: str, current: str) -> InvalidInput:
+    """The matcher's refusal in skill terms; a miss also shows how the file starts (the anchor's preview)."""
+    if failure.kind == "no_match":
+        return InvalidInput(f"old_string was not found in {relative} of skill {name!r}; copy it from skill_view. "
+                            f"{failure.message}\nThe file starts:\n{current[:PREVIEW_CHARS]}",
+                            code="skill_patch_no_match")
+    return InvalidInput(f"{relative} of skill {name!r}: {failure.message}", code=f"skill_patch_{failure.kind}")
 
 
 def _done(message: str, name: str, **extra: Any) -> dict[str, Any]:
@@ -96,26 +106,25 @@ class SkillEditor:
 
     def patch(self, name: str, old_string: Any, new_string: Any, *, replace_all: bool = False,
               file_path: str | None = None) -> dict[str, Any]:
-        """Replace the one match of `old_string` (every match with `replace_all`) in SKILL.md or a file."""
+        """Replace the one match of `old_string` (every match with `replace_all`) in SKILL.md or a file.
+
+        Matching is the patch tool's fuzzy chain (shared.textmatch): whitespace, indentation, escapes
+        and typography may differ, but the match must still be unique unless `replace_all`.
+        """
         old_string = _text(old_string, "old_string")
         new_string = _text(new_string, "new_string", allow_empty=True)
         relative = SKILL_FILE if file_path in (None, "", SKILL_FILE) else check_support_path(file_path)
         with self.writable(name) as skill:
             target = skill.path / SKILL_FILE if relative == SKILL_FILE else inside(skill.path, relative)
             current = read_text(target, relative)
-            count = current.count(old_string)
-            if count == 0:
-                raise InvalidInput(f"old_string was not found in {relative} of skill {name!r}; copy it exactly from "
-                                   f"skill_view. The file starts:\n{current[:PREVIEW_CHARS]}",
-                                   code="skill_patch_no_match")
-            if count > 1 and not replace_all:
-                raise InvalidInput(f"old_string matches {count} places in {relative}; include more surrounding text "
-                                   "so it matches once, or set replace_all.", code="skill_patch_ambiguous")
-            updated = current.replace(old_string, new_string, -1 if replace_all else 1)
-            self.check_patched(name, relative, updated)
-            atomic_write(target, updated)
+            try:
+                result = find_and_replace(current, old_string, new_string, replace_all=replace_all)
+            except MatchFailure as failure:
+                raise _patch_refused(failure, name, relative, current) from None
+            self.check_patched(name, relative, result.content)
+            atomic_write(target, result.content)
         self.changed(skill)
-        replaced = count if replace_all else 1
+        replaced = result.count
         return _done(f"Patched {relative} in skill '{name}' ({replaced} replacement{'s' if replaced > 1 else ''}).",
                      name)
 

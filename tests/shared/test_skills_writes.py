@@ -172,3 +172,33 @@ def test_a_review_may_only_change_what_the_agent_or_a_review_created(store, agen
     assert review.patch("from-review", "Boil", "Heat")["success"]
     assert SkillEditor(store, "agent").patch("users-own", "Mine.", "Edited by the agent.")["success"]
     assert skill_records.record(store.db, store.user_id, "from-review").created_by == "review"
+
+
+def test_patch_matches_with_the_patch_tools_fuzzy_rules(store, agent):
+    """skill_manage patch matched exactly only: an old_string quoted with other indentation or trailing blanks
+    (as models often send it) was 'not found' although the text was plainly there."""
+    agent.write_file("brew-tea", "references/steps.md", "Steps:\n    - warm the pot\n    - add leaves\n")
+
+    result = agent.patch("brew-tea", "- warm the pot  \n  - add leaves", "- warm the pot\n  - add two spoons",
+                         file_path="references/steps.md")
+
+    assert result["message"] == "Patched references/steps.md in skill 'brew-tea' (1 replacement)."
+    assert text_of(store, "references/steps.md") == "Steps:\n    - warm the pot\n    - add two spoons\n"
+
+
+def test_fuzzy_patch_keeps_uniqueness_and_the_other_rules(store, agent):
+    before = text_of(store)
+    ambiguous = _error(lambda: agent.patch("brew-tea", "2.  Steep.", "2. Steep 4 min."))
+    assert ambiguous.code == "skill_patch_ambiguous" and "Found 2 matches" in ambiguous.message
+    missing = _error(lambda: agent.patch("brew-tea", "Grind the beans finely.", "x"))
+    assert missing.code == "skill_patch_no_match"
+    assert "Closest lines:" in missing.message and "The file starts:\n---" in missing.message
+    assert _error(lambda: agent.patch("brew-tea", "1.  Boil water.", EVIL)).code == "skill_blocked"
+    assert _error(lambda: agent.patch("brew-tea", "name:  brew-tea", "name: other")).code == "skill_name_mismatch"
+    assert text_of(store) == before
+
+
+def _error(call) -> HermesError:
+    with pytest.raises(HermesError) as caught:
+        call()
+    return caught.value

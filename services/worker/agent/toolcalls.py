@@ -1,8 +1,11 @@
 """Running one assistant message's tool calls: checked, de-duplicated, planned, executed.
 
-Read-only calls next to each other run in parallel; every other call is a barrier that runs
-alone, and a later call never starts before an earlier barrier has finished. Results come back
-in call order with exactly one result per call id, whatever order the work finished in.
+Calls next to each other run in parallel when each is read-only or touches only its own path
+(`Tool.path_arg`: read_file, write_file, patch) and no two of them touch overlapping paths (the
+same file, or a folder and something in it); every other call, and any `exclusive` tool, is a
+barrier that runs alone, and a later call never starts before an earlier barrier has finished.
+Results come back in call order with exactly one result per call id, whatever order the work
+finished in.
 
 Every call runs on its own daemon thread while the turn's thread waits, polling the cancel flag:
 a cancelled turn, or a call past TOOL_TIMEOUT_SECONDS, stops waiting and answers for the call.
@@ -15,9 +18,12 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
+import posixpath
 import threading
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Callable
 
 from shared.errors import HermesError
@@ -76,23 +82,68 @@ def prepare(call: ToolCall, registry: ToolRegistry) -> PreparedCall:
     return PreparedCall(call, tool, args, None)
 
 
-def plan_segments(calls: list[PreparedCall]) -> list[tuple[bool, list[PreparedCall]]]:
-    """Ordered (parallel, calls) segments: runs of read-only calls in parallel, the rest one by one."""
-    runs: list[tuple[bool, list[PreparedCall]]] = []
-    for prepared in calls:
-        parallel = prepared.tool is not None and prepared.tool.read_only
-        if runs and runs[-1][0] == parallel:
-            runs[-1][1].append(prepared)
-        else:
-            runs.append((parallel, [prepared]))
+def plan_segments(calls: list[PreparedCall], root: Path | None = None) -> list[tuple[bool, list[PreparedCall]]]:
+    """Ordered (parallel, calls) segments, the anchor's planner.
+
+    A run of parallel-safe calls grows until a barrier, or until a path-scoped call overlaps a path
+    already in the run (that call starts the next run). Paths are compared canonical: resolved
+    under `root` (symlinks followed) when given, else normalised. Runs of one call are demoted to
+    sequential, and sequential neighbours merge.
+    """
     segments: list[tuple[bool, list[PreparedCall]]] = []
-    for parallel, group in runs:
-        parallel = parallel and len(group) > 1  # a lone read gains nothing from a pool
-        if segments and not parallel and not segments[-1][0]:
-            segments[-1][1].extend(group)
+    run: list[PreparedCall] = []
+    reserved: list[str] = []
+
+    def close_run() -> None:
+        if run:
+            segments.append((True, run[:]))
+            run.clear()
+            reserved.clear()
+
+    for prepared in calls:
+        kind, path = _concurrency(prepared, root)
+        if kind == "barrier":
+            close_run()
+            segments.append((False, [prepared]))
+            continue
+        if path is not None:
+            if any(_overlaps(path, other) for other in reserved):
+                close_run()
+            reserved.append(path)
+        run.append(prepared)
+    close_run()
+    merged: list[tuple[bool, list[PreparedCall]]] = []
+    for parallel, group in segments:
+        parallel = parallel and len(group) > 1  # a lone call gains nothing from a pool
+        if merged and not parallel and not merged[-1][0]:
+            merged[-1][1].extend(group)
         else:
-            segments.append((parallel, group))
-    return segments
+            merged.append((parallel, group))
+    return merged
+
+
+def _concurrency(prepared: PreparedCall, root: Path | None) -> tuple[str, str | None]:
+    """("barrier", None), ("path", canonical path) or ("free", None) for one call."""
+    tool, args = prepared.tool, prepared.args
+    if tool is None or args is None or tool.exclusive:
+        return "barrier", None
+    if tool.path_arg is not None:
+        value = args.get(tool.path_arg)
+        if not isinstance(value, str) or not value.strip() or "\x00" in value:
+            return "barrier", None
+        return "path", _canonical(value, root)
+    return ("free", None) if tool.read_only else ("barrier", None)
+
+
+def _canonical(path: str, root: Path | None) -> str:
+    if root is None:
+        return posixpath.normpath(posixpath.join("/", path))
+    return os.path.realpath(os.path.join(root, path))
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """The same path, or one inside the other."""
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
 
 
 class ToolBatch:
@@ -123,7 +174,7 @@ class ToolBatch:
                 on_result(emitted[-1])
 
         flush()
-        for parallel, segment in plan_segments(list(unique.values())):
+        for parallel, segment in plan_segments(list(unique.values()), self.ctx.workspace):
             if parallel and not self.cancelled():
                 outcomes.update(self._parallel(segment))
             else:

@@ -128,6 +128,7 @@ register(Tool(
     }, ["path"]),
     handler=read_file,
     read_only=True,
+    path_arg="path",
     toolset="files",
     guidance=(WORKSPACE_NOTE, "Read a file with read_file before you change it; long files page with offset."),
 ))
@@ -164,6 +165,7 @@ register(Tool(
     }, ["path", "content"]),
     handler=write_file,
     read_only=False,
+    path_arg="path",
     toolset="files",
     guidance=(WORKSPACE_NOTE, "write_file replaces the whole file, so include everything it should keep."),
 ))

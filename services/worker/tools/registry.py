@@ -48,13 +48,20 @@ Handler = Callable[[ToolContext, dict[str, Any]], "str | dict[str, Any]"]
 
 @dataclass(frozen=True)
 class Tool:
-    """One callable tool; `read_only` tools may run in parallel with each other."""
+    """One callable tool and how it may share a batch with others (see agent/toolcalls.plan_segments).
+
+    `read_only` tools run in parallel with each other; a tool with `path_arg` touches the one path
+    that argument names and runs in parallel with calls whose paths do not overlap its own;
+    an `exclusive` tool (a shell) always runs alone; any other tool is a barrier that runs alone too.
+    """
 
     name: str
     description: str
     parameters: dict[str, Any]
     handler: Handler
     read_only: bool = False
+    path_arg: str | None = None
+    exclusive: bool = False
     toolset: str = "core"
     guidance: tuple[str, ...] = ()  # sentences for the system prompt; shared ones are said once
 

@@ -126,15 +126,16 @@ register(Tool(
     description=(
         "Save and improve skills (procedures you can load later). Actions: create (new skill; content is the "
         "whole SKILL.md: '---', name: and description: lines, '---', then the instructions), edit (rewrite "
-        "SKILL.md whole), patch (replace old_string with new_string in SKILL.md, or in file_path; it must match "
-        "once unless replace_all), delete (moves the skill to the archive; pinned skills stay), write_file "
+        "SKILL.md whole), patch (replace old_string with new_string in SKILL.md, or in file_path; whitespace and "
+        "indentation may differ, but it must match once unless replace_all), delete (moves the skill to the "
+        "archive; pinned skills stay), write_file "
         "(create or replace file_path with file_content), remove_file (delete file_path). Ask the user before "
         "create or delete. Bundled skills are read-only."),
     parameters={"type": "object", "properties": {
         "action": {"type": "string", "enum": list(ACTIONS), "description": "What to do."},
         "name": _NAME,
         "content": {"type": "string", "description": "The complete SKILL.md (create, edit)."},
-        "old_string": {"type": "string", "description": "Exact text to find (patch)."},
+        "old_string": {"type": "string", "description": "Text to find, copied from skill_view (patch)."},
         "new_string": {"type": "string", "description": "Replacement text; may be empty (patch)."},
         "replace_all": {"type": "boolean", "description": "Replace every match instead of exactly one (patch).",
                         "default": False},

@@ -40,8 +40,9 @@ def event_types(r: redis.Redis, turn_id: str) -> list[str]:
     return [kind for kind, _ in stream(r, turn_id)]
 
 
-def tool(name: str, handler, *, read_only: bool = False, properties: dict | None = None) -> Tool:
+def tool(name: str, handler, *, read_only: bool = False, properties: dict | None = None,
+         path_arg: str | None = None, exclusive: bool = False) -> Tool:
     """A test tool with a permissive object schema."""
     schema = {"type": "object", "properties": properties or {}, "required": []}
     return Tool(name=name, description=f"test tool {name}", parameters=schema, handler=handler, read_only=read_only,
-                toolset="tests")
+                toolset="tests", path_arg=path_arg, exclusive=exclusive)

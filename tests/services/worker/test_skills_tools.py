@@ -159,3 +159,13 @@ def test_a_refused_write_reaches_the_model_with_the_finding(ctx):
     error = json.loads(results[0].content)["error"]
     assert not results[0].ok
     assert error.startswith("Refused SKILL.md: Blocked: skill content pipes a download") and "download_exec" in error
+
+
+def test_skill_manage_patch_tolerates_whitespace_like_the_patch_tool(ctx):
+    manage(ctx, action="create", name="brew-tea", content=skill_md("brew-tea", body="1. Boil   water.\n2. Steep.\n"))
+
+    result = manage(ctx, action="patch", name="brew-tea", old_string="  1. Boil water.\n2. Steep.   ",
+                    new_string="1. Boil water.\n2. Steep for 3 minutes.")
+
+    assert result["success"]
+    assert skill_view(ctx, {"name": "brew-tea"})["content"].endswith("1. Boil water.\n2. Steep for 3 minutes.\n")

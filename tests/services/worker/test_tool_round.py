@@ -113,3 +113,47 @@ def test_events_follow_the_turn(db, user, session, model, make_runtime, redis_cl
     assert 'hstack_turns_finished_total{status="completed"}' in exposition
     assert 'hstack_tool_calls_total{tool="list_files"}' in exposition
     assert "hstack_turn_duration_seconds_count" in exposition
+
+
+def test_path_scoped_calls_share_a_round_only_when_their_paths_differ(db, user, session, model, make_runtime):
+    """Writes to different files run together; two calls on one file (spelled two ways) and an exclusive tool
+    never run beside anything — each would pass a two-party barrier only if another call ran at the same time."""
+    different = threading.Barrier(2, timeout=5)
+    same = threading.Barrier(2, timeout=0.3)
+    order: list[str] = []
+
+    def write(ctx, args):
+        different.wait()
+        return f"wrote {args['path']}"
+
+    def edit(ctx, args):
+        order.append(f"edit {args['n']}")
+        try:
+            same.wait()
+            return "together"
+        except threading.BrokenBarrierError:
+            same.reset()
+            return "alone"
+
+    def shell(ctx, args):
+        order.append("shell")
+        return "ran"
+
+    registry = ToolRegistry([
+        tool("write", write, path_arg="path"), tool("edit", edit, path_arg="path"),
+        tool("shell", shell, read_only=True, exclusive=True),
+    ])
+    model.script(tool_call([
+        ("write", {"path": "a.txt"}, "c1"), ("write", {"path": "b.txt"}, "c2"),
+        ("edit", {"path": "c.txt", "n": 1}, "c3"), ("edit", {"path": "./c.txt", "n": 2}, "c4"),
+        ("shell", {}, "c5"), ("edit", {"path": "d.txt", "n": 3}, "c6"),
+    ]), text("Done."))
+    turn = post_turn(db, user.id, session.id, "edit things")
+
+    drain_session(make_runtime(tools=registry), session.id)
+
+    assert wait_finished(db, turn.id).output == "Done."
+    content = {m.tool_call_id: m.content for m in sessions.turn_messages(db, turn.id) if m.role == "tool"}
+    assert content["c1"] == "wrote a.txt" and content["c2"] == "wrote b.txt"
+    assert content["c3"] == content["c4"] == content["c6"] == "alone"
+    assert order == ["edit 1", "edit 2", "shell", "edit 3"]
