@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from services.api.auth_cache import AuthCache
 from services.api.body_limit import BodyLimit
 from services.api.errors import CatchAll, install_error_handlers
+from services.api.text_guard import TextGuard
 from services.api.routes import admin, chat_completions, events, health, sessions, turns, users
 from services.api.routes import memory as memory_routes
 from services.api.routes import skills as skills_routes
@@ -87,6 +88,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.auth_cache = AuthCache()
     app.state.started_at = int(time.time())
     install_error_handlers(app)
+    app.add_middleware(TextGuard)  # inside the body limit, which bounds what it reads
     app.add_middleware(BodyLimit, max_bytes=settings.max_input_bytes)
     app.add_middleware(CatchAll)
     for router in ROUTERS:
