@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from sqlalchemy import and_, func, or_, update
+from sqlalchemy import BigInteger, and_, func, literal, or_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
@@ -113,7 +113,8 @@ def set_api_content(db: Database, message_id: int, text: str) -> str:
 def list_messages(db: Database, session_id: str, *, after: int | None = None, limit: int | None = None) -> list[Message]:
     query = select(Message).where(Message.session_id == session_id)
     if after is not None:
-        query = query.where(Message.id > after)
+        # Bound as BIGINT: on Postgres the id column is INTEGER, and a larger cursor must mean "after all".
+        query = query.where(Message.id > literal(after, BigInteger()))
     query = query.order_by(Message.id)
     if limit is not None:
         query = query.limit(limit)

@@ -21,12 +21,17 @@ def roots(settings, user) -> SkillRoots:
 
 def test_message_paging_after_beyond_the_database_integer_range_is_422(client, db, user):
     """Finding: `GET /v1/sessions/{id}/messages?after=9223372036854775808` (2^63) answered 500:
-    SQLite cannot bind an integer that large (OverflowError). `after` is now bounded by 2^63 - 1."""
+    SQLite cannot bind an integer that large (OverflowError), and on Postgres anything over 2^31 - 1 was
+    "integer out of range" against the INTEGER id column. `after` is now bounded by 2^63 - 1 (422 past it)
+    and compared as BIGINT, so any value up to that is simply after every message."""
     session = make_session(db, user.id)
+    sessions.append_messages(db, session.id, [{"role": "user", "content": "hello"}])
     url = f"/v1/sessions/{session.id}/messages"
     too_big = client.get(url, headers=user.headers, params={"after": 2**63})
     assert too_big.status_code == 422 and error_of(too_big)["code"] == "invalid_request"
-    assert client.get(url, headers=user.headers, params={"after": 2**63 - 1}).status_code == 200
+    for after in (2**31, 2**63 - 1):
+        page = client.get(url, headers=user.headers, params={"after": after})
+        assert page.status_code == 200 and page.json()["data"] == [], page.text
 
 
 @pytest.mark.parametrize("path, body", [
