@@ -38,7 +38,7 @@ def bad_text(value: str) -> str | None:
 
 
 def find_bad_text(value: Any, where: str = "body") -> tuple[str, str] | None:
-    """(location, reason) of the first key or string, in document order, that cannot be stored."""
+    """(location, reason) of a key or string that cannot be stored (the shallowest first), or None."""
     queue = deque([(where, value)])
     while queue:
         location, item = queue.popleft()

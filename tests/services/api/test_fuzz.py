@@ -23,7 +23,6 @@ from shared.stores import memory_staged, sessions, turns
 from shared.stores.memory import MemoryRequest
 from shared.stores.skills import SkillStore
 from shared.models.skills import SkillInstall
-from tests.support import factories
 from tests.support.factories import make_session, make_user
 from tests.support.live import serve_api
 from tests.support.worker import inprocess_worker
@@ -49,7 +48,10 @@ FUZZ_CONFIG = {
 
 @pytest.fixture(scope="module")
 def fuzz_api(settings):
-    """The api with a real broker and worker (chat completions wait for their turn); streams end fast."""
+    """The api with a real broker and worker (chat completions wait for their turn); streams end fast.
+
+    Throttling would only turn cases into 429s (< 500, so still a pass) and hide the routes behind them.
+    """
     from services.api.main import create_app
 
     quick = settings.model_copy(update={"sse_keepalive_seconds": 0.2, "chat_completion_timeout_seconds": 20.0})
@@ -95,10 +97,9 @@ def with_real_ids(case, replacements: dict[str, str]) -> None:
             case.path_parameters[name] = value
 
 
-def call(case, base_url: str, key: "factories.TestUser | str", replacements: dict[str, str]) -> None:
+def call(case, base_url: str, token: str, replacements: dict[str, str]) -> None:
     """Send the case (with real ids in about half of them) and fail on any answer >= 500."""
     with_real_ids(case, replacements)
-    token = key.key if isinstance(key, factories.TestUser) else key
     case.headers = {**(case.headers or {}), "Authorization": f"Bearer {token}"}
     try:
         response = case.call(base_url=base_url, timeout=REQUEST_TIMEOUT_SECONDS)
@@ -113,7 +114,7 @@ def call(case, base_url: str, key: "factories.TestUser | str", replacements: dic
 @schema.parametrize()
 def test_no_input_answers_500_with_a_user_key(case, fuzz_api, objects):
     ids = {k: objects[k] for k in ("session_id", "turn_id", "name", "staged_id")}
-    call(case, fuzz_api, objects["owner"], ids)
+    call(case, fuzz_api, objects["owner"].key, ids)
 
 
 @schema.parametrize()
