@@ -1,13 +1,13 @@
-"""Public identifiers: a type prefix plus a time-ordered random part."""
+"""Public identifiers: a type prefix plus a millisecond timestamp and fresh randomness."""
 
 from __future__ import annotations
 
 import os
 import secrets
-import threading
 import time
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+RANDOM_BITS = 80  # 16 base32 characters
 
 
 def _base32(value: int, width: int) -> str:
@@ -18,20 +18,14 @@ def _base32(value: int, width: int) -> str:
     return "".join(reversed(out))
 
 
-_lock = threading.Lock()
-_last = (0, 0)
-
-
 def new_id(prefix: str) -> str:
-    """`<prefix>_` + 10 chars of milliseconds + 16 random chars; monotonic within a process."""
-    global _last
-    with _lock:
-        millis = int(time.time() * 1000)
-        if millis <= _last[0]:
-            millis, rand = _last[0], _last[1] + 1  # same millisecond: keep the order of creation
-        else:
-            rand = int.from_bytes(os.urandom(10), "big") >> 2
-        _last = (millis, rand)
+    """`<prefix>_` + 10 chars of milliseconds + 16 random chars.
+
+    Ids sort by their millisecond; within one millisecond their order is random, so an id never
+    reveals its neighbour (no incremented counter). Order by a real column when creation order matters.
+    """
+    millis = int(time.time() * 1000)
+    rand = int.from_bytes(os.urandom(RANDOM_BITS // 8), "big")
     return f"{prefix}_{_base32(millis, 10)}{_base32(rand, 16)}"
 
 

@@ -19,6 +19,7 @@ from services.api.body_limit import BodyLimit
 from services.api.errors import CatchAll, install_error_handlers
 from services.api.fanout import BLOCK_SECONDS, Hub
 from services.api.rate_limits import RateLimit
+from services.api.text_guard import TextGuard
 from services.api.routes import admin, chat_completions, events, health, sessions, turns, users
 from services.api.routes import keys as key_routes
 from services.api.routes import metrics as metrics_routes
@@ -138,6 +139,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.redis_name = f"hstack-api-{os.getpid()}-{secrets.token_hex(3)}"
     app.state.stream_slots = StreamSlots(settings.sse_max_streams_per_key)
     install_error_handlers(app)
+    app.add_middleware(TextGuard)  # inside the body limit, which bounds what it reads
     app.add_middleware(BodyLimit, max_bytes=settings.max_input_bytes)
     app.add_middleware(RateLimit, settings=settings)
     app.add_middleware(CatchAll)

@@ -23,6 +23,25 @@ def content_text(content: str | list[dict[str, Any]] | None) -> str | None:
     return "".join(texts)
 
 
+class ToolCallFunctionIn(BaseModel):
+    """The function a history's tool call named; stored and replayed to the model as sent."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(min_length=1, max_length=128)
+    arguments: str = "{}"
+
+
+class ToolCallIn(BaseModel):
+    """One tool call of an assistant message in the client's history: the id its result answers is required."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1, max_length=128)
+    type: Literal["function"] = "function"
+    function: ToolCallFunctionIn
+
+
 class ChatMessageIn(BaseModel):
     """One message of the request; unknown fields are tolerated because clients send many."""
 
@@ -31,8 +50,8 @@ class ChatMessageIn(BaseModel):
     role: str = Field(max_length=32)
     content: str | list[dict[str, Any]] | None = None
     name: str | None = Field(default=None, max_length=128)
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = Field(default=None, max_length=128)
+    tool_calls: list[ToolCallIn] | None = None
+    tool_call_id: str | None = Field(default=None, min_length=1, max_length=128)
 
     @property
     def text(self) -> str | None:
@@ -43,7 +62,7 @@ class ChatMessageIn(BaseModel):
         return {
             "role": self.role,
             "content": self.text,
-            "tool_calls": self.tool_calls,
+            "tool_calls": [call.model_dump() for call in self.tool_calls] if self.tool_calls else None,
             "tool_call_id": self.tool_call_id,
             "name": self.name,
         }
@@ -72,6 +91,8 @@ class ChatCompletionRequest(BaseModel):
             content_text(message.content)
             if message.role not in SYSTEM_ROLES | HISTORY_ROLES:
                 raise ValueError(f"unknown role {message.role!r}")
+            if message.role == "tool" and not message.tool_call_id:
+                raise ValueError("a tool message needs the tool_call_id of the call it answers")
         last = messages[-1]
         if last.role != "user" or not last.text:
             raise ValueError("the last message must be a user message with text content")

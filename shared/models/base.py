@@ -10,6 +10,10 @@ from sqlmodel import Field
 
 from shared.clock import utcnow
 
+# The largest integer both databases store (SQLite INTEGER, Postgres BIGINT): a bound for every
+# integer a client may send, so none reaches a driver that cannot bind it.
+MAX_DB_INT = 2**63 - 1
+
 
 class UTCDateTime(TypeDecorator):
     """Stores UTC, returns timezone-aware UTC on SQLite and Postgres alike."""

@@ -16,17 +16,17 @@ from shared.errors import Conflict
 from shared.models.curator import RunKind, RunPublic
 from shared.models.skills import SkillState
 from shared.stores import curator, skill_records
-from shared.stores.skill_files import move_dir, skill_lock
+from shared.stores.skill_files import move_dir, named_lock, skill_lock
 from shared.stores.skills import Located, SkillStore
 
-LOCK_NAME = ".curator"  # never a skill's name: those start with a letter or digit
+LOCK_FILE = "curator.lock"  # never a skill's stripe, so a pass may hold it and then one skill's lock
 ROLLBACK = {SkillState.stale, SkillState.archived}
 
 
 @contextmanager
 def curator_lock(store: SkillStore) -> Iterator[None]:
     """Hold the user's curator lock (across processes): one pass or restore at a time."""
-    with skill_lock(store.roots, LOCK_NAME):
+    with named_lock(store.roots, LOCK_FILE):
         yield
 
 
@@ -54,6 +54,7 @@ def move(store: SkillStore, run_id: str, name: str, states: tuple[SkillState, Sk
 
 def restore(store: SkillStore, name: str, now: datetime) -> RunPublic:
     """Undo the curator's last change to a skill: a stale or archived skill becomes active again."""
+    store.get(name)  # an invalid name or a missing skill is refused before any lock file is made
     with curator_lock(store):
         skill = store.get(name)
         last = curator.last_change(store.db, store.user_id, name)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from sqlalchemy import func, update
+from sqlalchemy import BigInteger, and_, func, literal, or_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
 
 from shared.clock import utcnow
 from shared.db import Database
-from shared.errors import NotFound
+from shared.errors import InvalidInput, NotFound
 from shared.ids import new_id
 from shared.models.compactions import APPLIED, Compaction
 from shared.models.sessions import ChatSession, Message
@@ -37,12 +37,17 @@ def get_session(db: Database, user_id: str | None, session_id: str) -> ChatSessi
 
 
 def list_sessions(db: Database, user_id: str, *, cursor: str | None, limit: int) -> tuple[list[ChatSession], str | None]:
-    """Newest first; the cursor is the last id of the previous page."""
+    """Newest first by creation time (ids only order by millisecond); the cursor is the last id of a page."""
     query = select(ChatSession).where(ChatSession.user_id == user_id)
-    if cursor:
-        query = query.where(ChatSession.id < cursor)
-    query = query.order_by(ChatSession.id.desc()).limit(limit + 1)
     with db.read() as s:
+        if cursor:
+            last = s.get(ChatSession, cursor)
+            if last is None or last.user_id != user_id:
+                raise InvalidInput("Unknown cursor: pass back the next_cursor of the previous page.",
+                                   code="invalid_cursor")
+            query = query.where(or_(ChatSession.created_at < last.created_at,
+                                    and_(ChatSession.created_at == last.created_at, ChatSession.id < last.id)))
+        query = query.order_by(ChatSession.created_at.desc(), ChatSession.id.desc()).limit(limit + 1)
         rows = list(s.exec(query))
     more = len(rows) > limit
     rows = rows[:limit]
@@ -108,7 +113,8 @@ def set_api_content(db: Database, message_id: int, text: str) -> str:
 def list_messages(db: Database, session_id: str, *, after: int | None = None, limit: int | None = None) -> list[Message]:
     query = select(Message).where(Message.session_id == session_id)
     if after is not None:
-        query = query.where(Message.id > after)
+        # Bound as BIGINT: on Postgres the id column is INTEGER, and a larger cursor must mean "after all".
+        query = query.where(Message.id > literal(after, BigInteger()))
     query = query.order_by(Message.id)
     if limit is not None:
         query = query.limit(limit)

@@ -1,13 +1,17 @@
 """Skill folders on disk: where they live, safe paths inside them, atomic writes, one lock per skill.
 
 Layout per user: `DATA_DIR/users/<user>/skills/<name>/` (active or stale), `…/skills/.archive/<name>/`
-(archived) and `…/skills/.locks/<name>.lock` (the flock every writer of that skill holds). The lock
-lives outside the skill folder so archiving or restoring the folder never moves the lock away.
+(archived) and `…/skills/.locks/` (the flocks writers hold). The locks live outside the skill folders
+so archiving or restoring a folder never moves its lock away. A skill's lock is one of LOCK_STRIPES
+files picked by a hash of its name, so the folder never grows with the names clients try (a lock
+file per name grew by one for every archive of a skill that did not exist) and a name is never
+part of a file name before it is checked.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 from contextlib import contextmanager
@@ -22,6 +26,7 @@ from shared.stores.skill_format import SKILL_FILE, SUPPORT_DIRS
 
 ARCHIVE_DIR = ".archive"
 LOCK_DIR = ".locks"
+LOCK_STRIPES = 64
 
 
 @dataclass(frozen=True)
@@ -63,12 +68,29 @@ def skill_dirs(root: Path) -> list[Path]:
                   key=lambda p: p.name)
 
 
+def lock_file(name: str) -> str:
+    """The lock file guarding this skill: one of LOCK_STRIPES, by a stable hash of its name.
+
+    Two skills may share a stripe; that only serializes their writers, because nobody holds two
+    skills' locks at once (the curator's own lock is a separate file, see `named_lock`).
+    """
+    stripe = int.from_bytes(hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()[:4], "big")
+    return f"skill-{stripe % LOCK_STRIPES:02d}.lock"
+
+
 @contextmanager
 def skill_lock(roots: SkillRoots, name: str) -> Iterator[None]:
     """Hold the exclusive flock of one skill; other threads and processes writing it wait."""
+    with named_lock(roots, lock_file(name)):
+        yield
+
+
+@contextmanager
+def named_lock(roots: SkillRoots, file_name: str) -> Iterator[None]:
+    """Hold the exclusive flock `.locks/<file_name>` of this user's skills folder."""
     lock_dir = roots.user / LOCK_DIR
     lock_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_dir / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(lock_dir / file_name, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -21,6 +21,8 @@ MAX_DESCRIPTION_CHARS = 1024
 MAX_SKILL_MD_CHARS = 100_000
 MAX_SUPPORT_FILE_BYTES = 1024 * 1024
 MAX_FILES_PER_SKILL = 100
+MAX_PATH_PART_BYTES = 255  # a file name on every common filesystem (NAME_MAX)
+MAX_SUPPORT_PATH_BYTES = 1024  # well under PATH_MAX once DATA_DIR and the skill folder are in front
 SUPPORT_DIRS = ("references", "templates", "scripts", "assets")
 INDEX_DESCRIPTION_CHARS = 60
 _CLOSING = re.compile(r"\n---[ \t]*(?:\r?\n|$)")
@@ -144,6 +146,10 @@ def check_support_path(file_path: Any) -> str:
     if any(part in ("", ".", "..") for part in parts):
         raise InvalidInput(f"file_path {file_path!r} may not contain '..', '.' or empty segments.",
                            code="skill_path_invalid")
+    longest = max(len(part.encode("utf-8", "surrogatepass")) for part in parts)
+    if longest > MAX_PATH_PART_BYTES or len(file_path.encode("utf-8", "surrogatepass")) > MAX_SUPPORT_PATH_BYTES:
+        raise InvalidInput(f"file_path is too long: each name in it may be at most {MAX_PATH_PART_BYTES} bytes, "
+                           f"the whole path {MAX_SUPPORT_PATH_BYTES} bytes.", code="skill_path_too_long")
     if parts[0] not in SUPPORT_DIRS or len(parts) < 2:
         raise InvalidInput(f"Supporting files live in {', '.join(d + '/' for d in SUPPORT_DIRS)}; "
                            f"{file_path!r} is not a file inside one of them.", code="skill_path_invalid")

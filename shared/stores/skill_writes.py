@@ -78,7 +78,7 @@ class SkillEditor:
     @contextmanager
     def writable(self, name: str) -> Iterator[Located]:
         """Hold the skill's lock and yield it once this writer may change it."""
-        check_name(name)
+        self.store.get(name)  # an invalid name or a missing skill is refused before any lock file is made
         with skill_lock(self.store.roots, name):
             skill = self.store.get(name)
             self.authorize(skill)

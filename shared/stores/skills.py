@@ -200,6 +200,7 @@ class SkillStore:
 
     def archive(self, name: str) -> SkillSummary:
         """Move a skill to `.archive/` (a bundled one is only hidden for this user); archiving twice is a no-op."""
+        self.get(name)  # an invalid name or a missing skill is refused before any lock file is made
         with skill_lock(self.roots, name):
             skill = self.get(name)
             if skill.state is not SkillState.archived:
@@ -214,6 +215,7 @@ class SkillStore:
 
     def restore(self, name: str) -> SkillSummary:
         """Bring an archived skill back as active; restoring an unarchived one is a no-op."""
+        self.get(name)  # an invalid name or a missing skill is refused before any lock file is made
         with skill_lock(self.roots, name):
             skill = self.get(name)
             if skill.state is SkillState.archived:
@@ -224,6 +226,7 @@ class SkillStore:
 
     def set_stale(self, name: str) -> SkillSummary:
         """Take an active skill out of the prompt index; it stays viewable and any use reactivates it."""
+        self.get(name)
         with skill_lock(self.roots, name):
             skill = self.get(name)
             if skill.state is not SkillState.active:
@@ -253,6 +256,7 @@ class SkillStore:
 
     def create_folder(self, name: str, files: dict[str, str], origin: SkillOrigin, writer: SkillWriter) -> None:
         """Write a new skill folder whole (built aside, then renamed into place) and record who made it."""
+        check_name(name)
         with skill_lock(self.roots, name):
             self.refuse_taken(name)
             staging = self.roots.user / f".tmp-{name}-{uuid.uuid4().hex[:8]}"

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from services.api.deps import CurrentUser, DbDep
 from services.api.schemas import SessionCreateBody, error_responses
+from shared.models.base import MAX_DB_INT
 from shared.models.sessions import MessagePage, MessagePublic, SessionPage, SessionPublic
 from shared.stores import sessions
 
@@ -48,7 +49,7 @@ def list_messages(
     session_id: str,
     db: DbDep,
     user: CurrentUser,
-    after: Annotated[int | None, Query(ge=0)] = None,
+    after: Annotated[int | None, Query(ge=0, le=MAX_DB_INT)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> MessagePage:
     """The transcript in order; pass `next_after` back as `after` for the next page."""

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated
 
 import redis
-from fastapi import APIRouter, Header, Response
+from fastapi import APIRouter, Response
 
 from services.api.accept import accept_turn, request_hash
 from services.api.deps import CurrentUser, DbDep, EnqueueDep, RedisDep, SettingsDep
+from services.api.headers import IdempotencyKey
 from services.api.schemas import error_responses
 from shared import cancels, events
 from shared.models.turns import TurnCreate, TurnPublic, TurnStatus
@@ -34,7 +34,7 @@ def create_turn(
     settings: SettingsDep,
     enqueue: EnqueueDep,
     user: CurrentUser,
-    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    idempotency_key: IdempotencyKey,
 ) -> TurnPublic:
     """Queue a turn; the same Idempotency-Key and body return the same turn, a different body is 409."""
     digest = request_hash(body.model_dump(), session_id) if idempotency_key else None
