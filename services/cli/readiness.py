@@ -9,6 +9,7 @@ import httpx
 import redis
 
 from services.cli.children import Child
+from services.cli.redis_embedded import answers_ping
 from shared import heartbeats
 
 Probe = Callable[[Child], bool]
@@ -30,13 +31,7 @@ def port_probe(port: int) -> Probe:
 def redis_probe(url: str) -> Probe:
     """Ready when the Redis at `url` answers PING."""
     def probe(_child: Child) -> bool:
-        client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
-        try:
-            return bool(client.ping())
-        except (redis.RedisError, OSError):
-            return False
-        finally:
-            client.close()
+        return answers_ping(url, timeout=0.5)
     return probe
 
 
