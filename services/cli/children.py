@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import signal
@@ -90,6 +91,18 @@ class ErrorEcho:
             self.console.prefixed(self.name, f"more errors: hstack logs {self.name}")
 
 
+PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def _stop_with_supervisor() -> None:
+    """In the new child, before exec: SIGTERM it when `hstack run` dies, even by kill -9, so no service
+    outlives its supervisor (children run in their own sessions, so a terminal's hangup does not reach them).
+    The supervisor starts every child from its main thread, which lives as long as it does."""
+    if _libc is not None:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 class Child:
     """One service process; a terminal's Ctrl-C reaches the supervisor only, which stops children in order."""
 
@@ -111,7 +124,7 @@ class Child:
         self.stopping = False
         self.popen = subprocess.Popen(
             self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=_stop_with_supervisor,
         )
         self.started_at = time.monotonic()
         self._pump = threading.Thread(target=self._copy_output, args=(self.popen,), name=f"pump-{self.name}",

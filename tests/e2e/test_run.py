@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+from contextlib import suppress
+from pathlib import Path
 
 import pytest
 
 from tests.support.env import reachable
 from tests.support.hstack_run import HstackRun
 from tests.support.processes import wait_for_turn
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -66,3 +71,34 @@ def test_the_console_shows_one_line_per_service_then_the_ready_block_and_no_bann
 
     assert "[queues]" in worker_log, "the banner is kept in the worker's log"
     assert logged >= set(SERVICES)
+
+
+def test_no_service_outlives_a_supervisor_killed_with_sigkill():
+    """Children run in their own sessions, so when `hstack run` itself was killed with kill -9 (an OOM kill, a
+    closed terminal's force-quit) the api, workers and Redis kept running without a supervisor, holding the port
+    (noticed while hardening, issue 9). Every child now gets SIGTERM when its supervisor dies."""
+    run = HstackRun()
+    with run:
+        run.wait_ready()
+        children = run.children()
+        assert len(children) >= len(SERVICES)
+        run.proc.kill()
+        run.proc.wait(10)
+
+        def all_gone() -> bool:
+            return not any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in children)
+
+        try:
+            wait_until(all_gone, timeout=30, interval=0.2, what="every child of the killed supervisor to stop")
+        finally:
+            for pid in children:  # never leave a failed run's services behind
+                with suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+        assert not reachable("127.0.0.1", run.port)
+
+
+def _state(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}") / "status").read_text().split("State:", 1)[1].split("\n", 1)[0].lower()
+    except (OSError, IndexError):
+        return "zombie"
