@@ -44,6 +44,7 @@ def echo(body: dict) -> Reply:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    block_on_close = False  # stopping never waits for a client's keep-alive connection to close
     request_queue_size = 1024
     fake: "ScriptedModel"
 

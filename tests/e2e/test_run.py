@@ -85,11 +85,14 @@ def test_no_service_outlives_a_supervisor_killed_with_sigkill():
         run.proc.kill()
         run.proc.wait(10)
 
-        def all_gone() -> bool:
-            return not any(Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid) for pid in children)
+        def left() -> dict[int, str]:
+            return {pid: cmd for pid, cmd in children.items() if "zombie" not in _state(pid)}
 
         try:
-            wait_until(all_gone, timeout=30, interval=0.2, what="every child of the killed supervisor to stop")
+            wait_until(lambda: not left(), timeout=60, interval=0.2,
+                       what="every child of the killed supervisor to stop")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; still running: {left()}") from None
         finally:
             for pid in children:  # never leave a failed run's services behind
                 with suppress(ProcessLookupError, PermissionError):
