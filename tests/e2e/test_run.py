@@ -12,7 +12,7 @@ from tests.support.processes import wait_for_turn
 
 pytestmark = pytest.mark.e2e
 
-SERVICES = ("redis", "model", "api", "worker", "reviewer", "curator")
+SERVICES = ("redis", "model", "api", "worker", "reviewer", "curator", "gateway")
 READY_LINE = re.compile(r"^  (\w+)\s+ready\s", re.MULTILINE)
 
 
