@@ -140,3 +140,16 @@ def test_an_approval_button_resumes_the_parked_turn_and_the_output_reaches_the_c
     telegram.wait_text(5006, "approved once by Approver")
     telegram.wait_text(5006, "Build cleaned.")
     assert not telegram.messages[asking["message_id"]]["reply_markup"], "the buttons are removed"
+
+
+def test_a_telegram_429_is_retried_after_its_retry_after_and_the_reply_arrives(stack, telegram, model):
+    paired(stack, telegram, 5007, "Patient")
+    model.on("busy bot", text("Eventually delivered."))
+    telegram.fail_next("sendMessage", 429, retry_after=1, times=2)
+    telegram.user_says(5007, "are you a busy bot")
+    telegram.wait_text(5007, "Eventually delivered.")
+    assert [c for c in telegram.sent(method="sendMessage") if c.params.get("chat_id") == "5007"]
+    with stack.client() as admin:
+        sent = [i for i in admin.get("/v1/admin/outbox", params={"status": "sent"}).json()
+                if i["chat_id"] == "5007" and i["text"] == "Eventually delivered."]
+    assert sent and sent[0]["attempts"] >= 2, "recorded, failed with 429, sent on a later attempt"
