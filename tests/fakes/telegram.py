@@ -154,11 +154,14 @@ class FakeTelegram:
     @staticmethod
     def _reply(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
         data = json.dumps(body).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        try:
+            handler.send_response(status)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the bot hung up on a long poll (it is stopping)
 
     def _m_getMe(self, _p):
         return BOT
