@@ -48,6 +48,7 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.fairness
 	@$(BIN)/python -m bench.noisy_neighbour
 	@$(BIN)/python -m bench.textmatch
+	@$(BIN)/python -m bench.gateway
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -113,6 +113,14 @@ class Settings(BaseSettings):
     llm_provider: str = Field("auto", alias="LLM_PROVIDER")
     llm_max_tokens: int = Field(4096, alias="LLM_MAX_TOKENS")
 
+    gateway_api_key: SecretStr | None = Field(None, alias="GATEWAY_API_KEY")
+    gateway_host: str = Field("127.0.0.1", alias="GATEWAY_HOST")
+    gateway_port: int = Field(8644, alias="GATEWAY_PORT")
+    gateway_api_url: str | None = Field(None, alias="GATEWAY_API_URL")
+    telegram_bot_token: SecretStr | None = Field(None, alias="TELEGRAM_BOT_TOKEN")
+    telegram_api_url: str = Field("https://api.telegram.org", alias="TELEGRAM_API_URL")
+    telegram_allowed_users: str = Field("", alias="TELEGRAM_ALLOWED_USERS")
+
     @field_validator("approval_mode")
     @classmethod
     def _known_mode(cls, value: str) -> str:
@@ -149,13 +157,26 @@ class Settings(BaseSettings):
         return f"sqlite:///{(self.data_dir / 'hstack.db').resolve()}"
 
     @property
+    def api_url(self) -> str:
+        """Where the gateway reaches the api: GATEWAY_API_URL, else the local api on API_HOST:API_PORT."""
+        if self.gateway_api_url:
+            return self.gateway_api_url.rstrip("/")
+        host = self.api_host if self.api_host not in {"0.0.0.0", "::", ""} else "127.0.0.1"
+        return f"http://{host}:{self.api_port}"
+
+    def allowed_telegram_ids(self) -> set[str]:
+        """TELEGRAM_ALLOWED_USERS as a set of platform user ids."""
+        return {part.strip() for part in self.telegram_allowed_users.split(",") if part.strip()}
+
+    @property
     def llm_configured(self) -> bool:
         return bool(self.llm_base_url)
 
     def secret_values(self) -> list[str]:
         """Values the log redactor must never print."""
         out = []
-        for value in (self.admin_api_key, self.llm_api_key, self.metrics_token):
+        for value in (self.admin_api_key, self.llm_api_key, self.metrics_token, self.gateway_api_key,
+                      self.telegram_bot_token):
             if value is not None and len(value.get_secret_value()) >= 6:
                 out.append(value.get_secret_value())
         return out

@@ -221,3 +221,19 @@ def test_the_image_installs_runtime_pins_only_and_leaves_tests_out():
     assert not runtime & {"pytest", "openai", "schemathesis", "pytest-timeout"}
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()}
     assert {"tests", "bench"} <= ignored
+
+
+def test_the_gateway_is_an_api_client_on_its_own_port():
+    """The gateway (issue 11) reaches the api over HTTP with its own key, serves webhooks on 8644, and has no
+    database, Redis or data volume of its own."""
+    gateway = SERVICES["gateway"]
+    assert command("gateway") == ["python", "-m", "services.gateway"]
+    env = gateway["environment"]
+    assert env["GATEWAY_API_URL"] == "http://api:8642" and env["GATEWAY_PORT"] == "8644"
+    assert "http://127.0.0.1:8644/healthz" in " ".join(health_test("gateway"))
+    assert gateway["depends_on"] == {"api": {"condition": "service_healthy"}}
+    assert "volumes" not in gateway
+    key = [rest for name, rest in (
+        (m.group(1), m.group(2)) for m in VARIABLE.finditer((ROOT / "docker-compose.yml").read_text()))
+        if name == "GATEWAY_API_KEY"]
+    assert key and all(rest.startswith(":?") for rest in key), "the gateway key is required, never defaulted"

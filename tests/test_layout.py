@@ -102,3 +102,19 @@ def test_product_code_never_imports_tests():
 def test_compose_runs_nothing_from_tests():
     """compose's demo-model service ran `python -m tests.fakes.model` (issue 9): the image needs no tests/."""
     assert "tests." not in (ROOT / "docker-compose.yml").read_text()
+
+
+GATEWAY_FORBIDDEN = ("shared.stores", "shared.db", "shared.queue", "shared.redis", "shared.migrate", "sqlmodel",
+                     "sqlalchemy", "redis", "celery")
+
+
+def test_the_gateway_is_only_an_http_client_of_the_api():
+    """The gateway (issue 11) never touches the database, the queue or Redis: the api is its only way in."""
+    offenders = [
+        f"{p.relative_to(ROOT)} imports {m}"
+        for p in python_files("services/gateway")
+        for m in imported_modules(p)
+        if any(m == f or m.startswith(f + ".") for f in GATEWAY_FORBIDDEN)
+    ]
+    assert python_files("services/gateway"), "services/gateway exists"
+    assert offenders == [], "the gateway talks to the api over HTTP only:\n" + "\n".join(offenders)

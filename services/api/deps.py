@@ -18,10 +18,11 @@ from pydantic import BaseModel, SecretStr
 from services.api.auth_cache import AuthCache
 from shared.config import Settings
 from shared.db import Database
-from shared.errors import Forbidden, Unauthorized
+from shared.errors import Forbidden, NotFound, Unauthorized
+from shared.gateway_auth import ACT_AS_HEADER
 from shared.models.users import User
 from shared.redis import get_redis
-from shared.stores import users
+from shared.stores import pairing, users, webhook_routes
 
 Enqueue = Callable[[str, BaseModel], None]
 
@@ -64,10 +65,19 @@ EnqueueDep = Annotated[Enqueue, Depends(get_enqueue)]
 AuthCacheDep = Annotated[AuthCache, Depends(get_auth_cache)]
 
 
-async def current_user(cache: AuthCacheDep, db: DbDep, credentials: Credentials) -> User:
-    """The user owning the bearer key; 401 unauthorized otherwise (a recent lookup is reused)."""
+async def current_user(request: Request, settings: SettingsDep, cache: AuthCacheDep, db: DbDep,
+                       credentials: Credentials) -> User:
+    """The user owning the bearer key; 401 unauthorized otherwise (a recent lookup is reused).
+
+    The gateway's key (GATEWAY_API_KEY) is no user's: it acts for the user named by X-Act-As-User, and only
+    when that user is bound through pairing or owns a webhook route.
+    """
     if credentials is None or not credentials.credentials:
         raise Unauthorized("A valid API key is required: `Authorization: Bearer <key>`.")
+    if _matches(credentials.credentials, settings.gateway_api_key):
+        if not gateway_may(request.method, request.url.path):
+            raise Forbidden("The gateway key may not use this route.")
+        return await run_in_threadpool(_acting_for, db, request.headers.get(ACT_AS_HEADER))
     digest = users.hash_key(credentials.credentials)
     user = cache.get(digest)
     if user is None:
@@ -79,14 +89,36 @@ async def current_user(cache: AuthCacheDep, db: DbDep, credentials: Credentials)
     return user
 
 
+# What the gateway does for a chat: turns and their events, approvals, and reading memory and skills.
+GATEWAY_ROUTES = (("/v1/sessions", None), ("/v1/turns/", None), ("/v1/approvals", None),
+                  ("/v1/memory", "GET"), ("/v1/skills", "GET"))
+
+
+def gateway_may(method: str, path: str) -> bool:
+    return any(path.startswith(prefix) and (only is None or method == only) for prefix, only in GATEWAY_ROUTES)
+
+
+def _acting_for(db: Database, user_id: str | None) -> User:
+    """The bound user the gateway acts for; 403 for anyone else (no hint whether they exist)."""
+    if user_id:
+        try:
+            user = users.get_user(db, user_id)
+        except NotFound:
+            user = None
+        if user is not None and (pairing.is_bound_user(db, user.id) or webhook_routes.owns_route(db, user.id)):
+            return user
+    raise Forbidden(f"The gateway key acts only for a user bound by pairing or a webhook route ({ACT_AS_HEADER}).")
+
+
 def _matches(presented: str, secret: SecretStr | None) -> bool:
     expected = secret.get_secret_value() if secret else ""
     return bool(expected) and secrets.compare_digest(presented.encode(), expected.encode())
 
 
-def _refuse(db: Database, presented: str, needed: str) -> None:
-    """A user's key is 403 forbidden, anything else 401."""
-    if users.authenticate(db, presented) is not None:
+def _refuse(db: Database, presented: str, needed: str, settings: Settings | None = None) -> None:
+    """A user's key (or the gateway's) is 403 forbidden, anything else 401."""
+    if (settings is not None and _matches(presented, settings.gateway_api_key)) or \
+            users.authenticate(db, presented) is not None:
         raise Forbidden(f"This route needs {needed}.")
     raise Unauthorized("The API key is not valid.")
 
@@ -96,7 +128,21 @@ def admin_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> Non
     if credentials is None or not credentials.credentials:
         raise Unauthorized("The admin API key is required: `Authorization: Bearer <key>`.")
     if not _matches(credentials.credentials, settings.admin_api_key):
-        _refuse(db, credentials.credentials, "the admin API key")
+        _refuse(db, credentials.credentials, "the admin API key", settings)
+
+
+def stream_owner(settings: Settings, presented: str, user_id: str) -> str:
+    """Whose stream slots an event stream takes: its key's, or for the gateway's key the acted-for user's."""
+    digest = users.hash_key(presented)
+    return f"{digest}:{user_id}" if _matches(presented, settings.gateway_api_key) else digest
+
+
+def gateway_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> None:
+    """Pass only the gateway's key (GATEWAY_API_KEY); a user's key is 403 forbidden, anything else 401."""
+    if credentials is None or not credentials.credentials:
+        raise Unauthorized("The gateway API key is required: `Authorization: Bearer <key>`.")
+    if not _matches(credentials.credentials, settings.gateway_api_key):
+        _refuse(db, credentials.credentials, "the gateway API key")
 
 
 def metrics_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> None:
@@ -105,9 +151,10 @@ def metrics_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> N
         raise Unauthorized("The admin API key or METRICS_TOKEN is required: `Authorization: Bearer <token>`.")
     presented = credentials.credentials
     if not (_matches(presented, settings.admin_api_key) or _matches(presented, settings.metrics_token)):
-        _refuse(db, presented, "the admin API key or METRICS_TOKEN")
+        _refuse(db, presented, "the admin API key or METRICS_TOKEN", settings)
 
 
 CurrentUser = Annotated[User, Depends(current_user)]
 AdminKey = Annotated[None, Depends(admin_key)]
 MetricsKey = Annotated[None, Depends(metrics_key)]
+GatewayKey = Annotated[None, Depends(gateway_key)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import logging
 import re
 import time
@@ -19,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.api.errors import error_response
 from shared.config import Settings
+from shared.gateway_auth import ACT_AS_HEADER
 from shared.ratelimit import RateLimiter
 from shared.redis import redis_url
 
@@ -35,11 +37,19 @@ def creates_turn(method: str, path: str) -> bool:
     return method == "POST" and (path == "/v1/chat/completions" or TURN_PATH.match(path) is not None)
 
 
-def identity(scope: Scope) -> str:
-    """Whom a request counts against: the digest of its bearer key, else its client address."""
-    scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
+def identity(scope: Scope, gateway_key: str = "") -> str:
+    """Whom a request counts against: the digest of its bearer key, else its client address.
+
+    The gateway's key acting for a user counts against that user, so one busy chat cannot starve the others.
+    """
+    headers = Headers(scope=scope)
+    scheme, _, token = headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
-        return "key:" + hashlib.sha256(token.strip().encode()).hexdigest()
+        digest = "key:" + hashlib.sha256(token.strip().encode()).hexdigest()
+        acting = headers.get(ACT_AS_HEADER, "")
+        if gateway_key and acting and hmac.compare_digest(token.strip().encode(), gateway_key.encode()):
+            return f"{digest}:as:{acting[:64]}"
+        return digest
     client = scope.get("client")
     return f"addr:{client[0] if client else 'unknown'}"
 
@@ -71,7 +81,8 @@ class RateLimit:
         s = self.settings
         if (s.rate_limit_per_minute <= 0 and s.turn_rate_limit_per_minute <= 0) or time.monotonic() < self._open_until:
             return 0
-        who = identity(scope)
+        gateway = s.gateway_api_key.get_secret_value() if s.gateway_api_key else ""
+        who = identity(scope, gateway)
         try:
             limiter = self._limiter()
             wait = await limiter.hit(f"all:{who}", s.rate_limit_per_minute)

@@ -8,7 +8,7 @@ import sys
 
 from pydantic import ValidationError
 
-from services.cli import chat, health, importer, logs, status, users
+from services.cli import chat, gateway_admin, health, importer, logs, status, users
 from services.cli import memory as memory_cmd
 from services.cli import skills as skills_cmd
 from services.cli import curator as curator_cmd
@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     curator_cmd.add_parser(commands, client)
     search_cmd.add_parser(commands, client)
     reviews_cmd.add_parser(commands, client)
+    gateway_admin.add_parsers(commands, client)
     importer.add_parser(commands)
     logs.add_parser(commands)
     health.add_parser(commands)
@@ -106,6 +107,10 @@ def dispatch(args: argparse.Namespace) -> int:
     with ApiClient(url, admin_key(args.admin_key)) as client:
         if args.command == "status":
             return status.status(client, sys.stdout)
+        if args.command == "pairing":
+            return gateway_admin.run_pairing(client, args, sys.stdout)
+        if args.command == "webhooks":
+            return gateway_admin.run_webhooks(client, args, sys.stdout)
         if args.command == "users" and args.action == "create":
             return users.create_user(client, args.name, sys.stdout)
         if args.command == "users":

@@ -53,6 +53,16 @@ def ensure_admin_key(console: Console) -> None:
     console.say(f"Generated an admin key and saved it as ADMIN_API_KEY in {path} (mode 0600).")
 
 
+def ensure_gateway_key(console: Console) -> None:
+    """Generate GATEWAY_API_KEY into `.env` when neither the environment nor `.env` has one."""
+    key = load_settings().gateway_api_key
+    if key is not None and key.get_secret_value().strip():
+        return
+    path = dotenv_path()
+    append_env_line(path, "GATEWAY_API_KEY", new_api_key())
+    console.say(f"Generated the gateway's own key and saved it as GATEWAY_API_KEY in {path} (mode 0600).")
+
+
 def migrate(settings: Settings) -> None:
     """Bring the database to the latest schema; an unreachable database is a StartupError."""
     try:
@@ -120,6 +130,7 @@ class Supervisor:
 
     def start(self) -> None:
         ensure_admin_key(self.console)
+        ensure_gateway_key(self.console)
         settings = load_settings()
         try:
             settings.check_secrets()
@@ -133,12 +144,17 @@ class Supervisor:
                          f"service logs in {self.logs_dir} (hstack logs SERVICE)")
         if not port_is_free(settings.api_port, settings.api_host):
             raise StartupError(f"port {settings.api_port} is in use: stop what runs there or set API_PORT in .env")
+        if not port_is_free(settings.gateway_port, settings.gateway_host):
+            raise StartupError(f"port {settings.gateway_port} is in use: stop what runs there or set GATEWAY_PORT "
+                               "in .env")
         redis_url = self.start_redis(settings, data_dir)
         env = stack.base_env(settings, data_dir, redis_url)
         if not settings.llm_configured:
             env.update(self.start_demo_model(env))
         url = local_url(settings)
         probes = {"api": (api_probe(url), url)}
+        gateway = stack.gateway_detail(settings)
+        probes["gateway"] = (port_probe(settings.gateway_port), gateway)
         started = []
         for service in stack.services(settings, data_dir):
             self.checkpoint()

@@ -28,7 +28,7 @@ def python(*args: str) -> list[str]:
 
 
 def services(settings: Settings, data_dir: Path) -> list[Service]:
-    """api, worker (queue turns), reviewer (queue review) and curator (beat + queue curator)."""
+    """api, worker (queue turns), reviewer (queue review), curator (beat + queue curator) and the gateway."""
     quiet = ["--without-gossip", "--without-mingle", "--loglevel", settings.log_level]
     celery_worker = ["-m", "celery", "-A", "services.worker.tasks", "worker", "--pool", "threads", *quiet]
     return [
@@ -42,7 +42,13 @@ def services(settings: Settings, data_dir: Path) -> list[Service]:
                                    "--pool", "threads", "--concurrency", "2", "-n", "curator@%h", *quiet,
                                    "--schedule", str(data_dir / "celerybeat-schedule")),
                 {"HSTACK_SERVICE": "curator"}, "beat and queue curator"),
+        Service("gateway", python("-m", "services.gateway"), detail=gateway_detail(settings)),
     ]
+
+
+def gateway_detail(settings: Settings) -> str:
+    telegram = "Telegram and " if settings.telegram_bot_token and settings.telegram_bot_token.get_secret_value() else ""
+    return f"{telegram}webhooks on http://{settings.gateway_host}:{settings.gateway_port}/webhooks/NAME"
 
 
 def demo_model(port: int) -> Service:
@@ -69,6 +75,8 @@ def base_env(settings: Settings, data_dir: Path, redis_url: str) -> dict[str, st
     }
     if settings.admin_api_key is not None:
         env["ADMIN_API_KEY"] = settings.admin_api_key.get_secret_value()
+    if settings.gateway_api_key is not None:
+        env["GATEWAY_API_KEY"] = settings.gateway_api_key.get_secret_value()
     if not configured("LOG_FORMAT"):
         env["LOG_FORMAT"] = "text"  # a person reads these lines in a terminal
     return env

@@ -47,4 +47,15 @@ def status(client: ApiClient, out: TextIO) -> int:
     """Print the stack's status; CliError (non-zero exit) when the api cannot be reached."""
     for line in render(client.get("/v1/admin/status")):
         out.write(line + "\n")
+    for line in undelivered(client.get("/v1/admin/outbox", status="failed")):
+        out.write(line + "\n")
     return 0
+
+
+def undelivered(failed: list[dict]) -> list[str]:
+    """Gateway replies that finally failed to go out (the outbox gave up on them)."""
+    if not failed:
+        return []
+    lines = [f"gateway replies not delivered: {len(failed)}"]
+    return lines + table([[str(i.get("id", "")), str(i.get("target", ""))[:40], f"{i.get('attempts', 0)} attempts",
+                           str(i.get("last_error") or "")[:60]] for i in failed[:10]])

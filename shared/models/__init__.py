@@ -2,6 +2,8 @@
 
 from shared.models.compactions import Compaction
 from shared.models.curator import CuratorRun, CuratorState, CuratorTransition
+from shared.models.gateway import (GatewayChat, GatewayIdentity, OutboxItem, PairingLock, PairingRequest,
+                                   WebhookRoute)
 from shared.models.imports import ImportRecord
 from shared.models.memory import MemorySnapshot, MemoryStagedWrite
 from shared.models.reviews import Review, ReviewCall, ReviewCounter
@@ -12,7 +14,8 @@ from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.models.users import ApiKey, User
 
 __all__ = [
-    "ApiKey", "ChatSession", "Compaction", "CuratorRun", "CuratorState", "CuratorTransition", "ImportRecord",
+    "ApiKey", "ChatSession", "Compaction", "CuratorRun", "CuratorState", "CuratorTransition", "GatewayChat",
+    "GatewayIdentity", "ImportRecord", "OutboxItem", "PairingLock", "PairingRequest", "WebhookRoute",
     "MemorySnapshot", "MemoryStagedWrite", "Message", "MessageVector", "Review", "ReviewCall", "ReviewCounter",
     "SkillRecord", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User",
 ]

@@ -17,7 +17,7 @@ from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-SERVICES = ("redis", "model", "api", "worker", "reviewer", "curator")
+SERVICES = ("redis", "model", "api", "worker", "reviewer", "curator", "gateway")
 READY_LINE = re.compile(r"^  (\w+)\s+ready\s", re.MULTILINE)
 
 

@@ -102,6 +102,7 @@ def prepare() -> TestEnv:
         REDIS_URL=redis_url,
         BROKER_KEY_PREFIX=f"test-{uuid.uuid4().hex[:8]}:",
         ADMIN_API_KEY="test-admin-key-0123456789",
+        GATEWAY_API_KEY="test-gateway-key-0123456789",
         LLM_BASE_URL=f"http://127.0.0.1:{model_port}/v1",
         LLM_API_KEY="sk-test-fake-model-key",
         LLM_MODEL="scripted",

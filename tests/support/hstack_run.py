@@ -19,7 +19,7 @@ from tests.support.waiting import wait_until
 
 HSTACK = str(Path(sys.executable).with_name("hstack"))
 CLEARED = ("REDIS_URL", "DATABASE_URL", "LLM_BASE_URL", "LLM_API_KEY", "LLM_MODEL", "ADMIN_API_KEY", "HSTACK_DOTENV",
-           "DATA_DIR", "API_PORT", "BROKER_KEY_PREFIX")
+           "DATA_DIR", "API_PORT", "BROKER_KEY_PREFIX", "GATEWAY_API_KEY", "GATEWAY_PORT", "TELEGRAM_BOT_TOKEN")
 
 
 class HstackRun:
@@ -28,6 +28,7 @@ class HstackRun:
     def __init__(self, **env: str) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="hstack-run-"))
         self.port = free_port()
+        self.gateway_port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.extra_env = env
         self.proc: subprocess.Popen | None = None
@@ -35,7 +36,8 @@ class HstackRun:
 
     def start(self) -> "HstackRun":
         env = {k: v for k, v in os.environ.items() if k not in CLEARED}
-        env.update(DATA_DIR=str(self.workdir / "data"), API_PORT=str(self.port), HSTACK_ENV="development",
+        env.update(DATA_DIR=str(self.workdir / "data"), API_PORT=str(self.port), GATEWAY_PORT=str(self.gateway_port),
+                   HSTACK_ENV="development",
                    PYTHONUNBUFFERED="1", **self.extra_env)
         self.log = self.workdir / f"run-{len(list(self.workdir.glob('run-*.log')))}.log"
         with open(self.log, "ab") as out:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from services.api.deps import Credentials, CurrentUser, DbDep, SettingsDep
+from services.api.deps import Credentials, CurrentUser, DbDep, SettingsDep, stream_owner
 from services.api.errors import error_response
 from services.api.fanout import Hub
 from services.api.schemas import error_responses
@@ -52,7 +52,7 @@ async def turn_events(
     after = parse_event_id(after) if after is not None else None
     await run_in_threadpool(turns.get_turn, db, user.id, turn_id)
     slots: StreamSlots = request.app.state.stream_slots
-    slot = slots.acquire(users.hash_key(credentials.credentials))
+    slot = slots.acquire(stream_owner(settings, credentials.credentials, user.id))
     if slot is None:
         message = f"This API key already has {slots.cap} open event streams; close one or retry later."
         return error_response(request.url.path, 429, "too_many_streams", message,

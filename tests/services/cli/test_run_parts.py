@@ -10,7 +10,7 @@ import redis
 
 from services.cli.children import Console
 from services.cli.redis_embedded import EmbeddedRedis
-from services.cli.run import ensure_admin_key
+from services.cli.run import ensure_admin_key, ensure_gateway_key
 from shared.config import load_settings
 
 
@@ -28,6 +28,21 @@ def test_a_missing_admin_key_is_generated_into_a_private_env_file(tmp_path, monk
     assert dotenv.read_text() == f"ADMIN_API_KEY={key}\n"
     assert stat.S_IMODE(dotenv.stat().st_mode) == 0o600
     assert out.getvalue().count("Generated an admin key") == 1
+
+
+def test_the_gateway_gets_its_own_key_distinct_from_the_admin_key(tmp_path, monkeypatch):
+    """GATEWAY_API_KEY is generated into `.env` like the admin key, once, and is not the admin key (issue 11)."""
+    dotenv = tmp_path / ".env"
+    monkeypatch.setenv("HSTACK_DOTENV", str(dotenv))
+    monkeypatch.delenv("ADMIN_API_KEY")
+    monkeypatch.delenv("GATEWAY_API_KEY")
+    ensure_admin_key(Console(io.StringIO()))
+    ensure_gateway_key(Console(io.StringIO()))
+    ensure_gateway_key(Console(io.StringIO()))
+    settings = load_settings()
+    gateway = settings.gateway_api_key.get_secret_value()
+    assert len(gateway) >= 32 and gateway != settings.admin_api_key.get_secret_value()
+    assert dotenv.read_text().count("GATEWAY_API_KEY=") == 1 and stat.S_IMODE(dotenv.stat().st_mode) == 0o600
 
 
 def test_an_existing_env_file_keeps_its_lines(tmp_path, monkeypatch):

@@ -1,0 +1,71 @@
+"""What the gateway asks the api (GATEWAY_API_KEY only): who a platform user is, which session a chat
+continues, a webhook route's secret, and the delivery outbox."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from services.api.deps import DbDep, GatewayKey, SettingsDep
+from services.api.schemas import error_responses
+from shared.errors import Forbidden
+from shared.gateway_auth import ACT_AS_HEADER
+from shared.models.gateway import (ChatAnswer, ChatAsk, IdentityAnswer, IdentityAsk, OutboxCreate, OutboxPublic,
+                                   OutboxResult, WebhookIssued)
+from shared.stores import gateway_chats, outbox, pairing, users, webhook_routes
+
+router = APIRouter(prefix="/v1/gateway", tags=["gateway"], responses=error_responses(401, 403, 422))
+
+
+@router.post("/identities", response_model=IdentityAnswer)
+def identify(body: IdentityAsk, db: DbDep, settings: SettingsDep, _gateway: GatewayKey) -> IdentityAnswer:
+    """A platform user: `bound` (with the user; TELEGRAM_ALLOWED_USERS binds at once), else a pairing code
+    (`code`), or none because they asked within 10 minutes (`wait`) or 3 codes are pending (`busy`)."""
+    found = pairing.find_identity(db, body.platform, body.platform_user_id)
+    if found is None and body.platform == "telegram" and body.platform_user_id in settings.allowed_telegram_ids():
+        found = pairing.prebind(db, body.platform, body.platform_user_id, body.display_name)
+    if found is not None:
+        _identity, user = found
+        return IdentityAnswer(status="bound", user_id=user.id, user_name=user.name)
+    issued = pairing.request_code(db, body.platform, body.platform_user_id, body.display_name)
+    return IdentityAnswer(status=issued.status, code=issued.code, expires_at=issued.expires_at)
+
+
+def _bound_user(db, user_id: str):
+    if not (pairing.is_bound_user(db, user_id) or webhook_routes.owns_route(db, user_id)):
+        raise Forbidden(f"The gateway acts only for a bound user ({ACT_AS_HEADER}).")
+    return users.get_user(db, user_id)
+
+
+@router.post("/users/{user_id}/chats", response_model=ChatAnswer, responses=error_responses(404))
+def resolve_chat(user_id: str, body: ChatAsk, db: DbDep, _gateway: GatewayKey) -> ChatAnswer:
+    """The session a chat continues (created on its first message); `fresh` starts a new one (`/new`)."""
+    user = _bound_user(db, user_id)
+    row, created = gateway_chats.resolve(db, user.id, body.key, fresh=body.fresh)
+    return ChatAnswer(key=body.key, session_id=row.session_id, created=created)
+
+
+@router.get("/webhooks/{name}", response_model=WebhookIssued, responses=error_responses(404))
+def webhook_route(name: str, db: DbDep, _gateway: GatewayKey) -> WebhookIssued:
+    """A route with its secret, for verifying inbound requests and signing callbacks."""
+    return WebhookIssued.model_validate(webhook_routes.get(db, name), from_attributes=True)
+
+
+@router.post("/users/{user_id}/outbox", status_code=201, response_model=OutboxPublic)
+def record_reply(user_id: str, body: OutboxCreate, db: DbDep, _gateway: GatewayKey) -> OutboxPublic:
+    """Record a reply before its first send."""
+    user = _bound_user(db, user_id)
+    row = outbox.record(db, user.id, body.target, body.chat_id, body.turn_id, body.text)
+    return OutboxPublic.model_validate(row, from_attributes=True)
+
+
+@router.get("/outbox/due", response_model=list[OutboxPublic])
+def due_replies(db: DbDep, _gateway: GatewayKey) -> list[OutboxPublic]:
+    """Pending replies whose next attempt is due (after a restart: every unsent one)."""
+    return [OutboxPublic.model_validate(r, from_attributes=True) for r in outbox.due(db)]
+
+
+@router.post("/outbox/{item_id}", response_model=OutboxPublic, responses=error_responses(404))
+def report_reply(item_id: str, body: OutboxResult, db: DbDep, _gateway: GatewayKey) -> OutboxPublic:
+    """One delivery attempt's result: sent, or retried later, or failed for good."""
+    row = outbox.report(db, item_id, body.ok, body.error, body.retry_in_seconds)
+    return OutboxPublic.model_validate(row, from_attributes=True)

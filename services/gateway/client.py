@@ -1,0 +1,147 @@
+"""The gateway's HTTP client of the api: its own key, acting for one bound user per call (X-Act-As-User)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+
+import httpx
+
+from shared.gateway_auth import ACT_AS_HEADER
+
+log = logging.getLogger(__name__)
+
+TERMINAL_EVENTS = frozenset({"turn.completed", "turn.failed", "turn.cancelled"})
+STREAM_RECONNECTS = 5
+
+
+class ApiError(Exception):
+    """The api answered with an error (status and its stable code)."""
+
+    def __init__(self, status: int, code: str, message: str = "") -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status, self.code = status, code
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str | None
+    type: str
+    data: dict[str, Any]
+
+
+class ApiClient:
+    """JSON calls to the api with GATEWAY_API_KEY; every non-2xx becomes ApiError."""
+
+    def __init__(self, base_url: str, key: str, *, timeout: float = 30.0) -> None:
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+        self._http = httpx.AsyncClient(base_url=base_url, headers={"Authorization": f"Bearer {key}"},
+                                       timeout=timeout, limits=limits)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def call(self, method: str, path: str, *, user_id: str | None = None, json_body: Any = None,
+                   params: dict | None = None) -> Any:
+        headers = {ACT_AS_HEADER: user_id} if user_id else {}
+        response = await self._http.request(method, path, json=json_body, params=params, headers=headers)
+        if response.status_code >= 400:
+            raise _error(response)
+        return response.json() if response.content else None
+
+    # -- identities and chats ---------------------------------------------------------------------
+
+    async def identify(self, platform: str, platform_user_id: str, display_name: str) -> dict:
+        body = {"platform": platform, "platform_user_id": platform_user_id, "display_name": display_name[:128]}
+        return await self.call("POST", "/v1/gateway/identities", json_body=body)
+
+    async def chat_session(self, user_id: str, key: str, *, fresh: bool = False) -> str:
+        body = {"key": key, "fresh": fresh}
+        return (await self.call("POST", f"/v1/gateway/users/{user_id}/chats", json_body=body))["session_id"]
+
+    async def webhook_route(self, name: str) -> dict:
+        return await self.call("GET", f"/v1/gateway/webhooks/{name}")
+
+    # -- turns, as the user ---------------------------------------------------------------------------
+
+    async def create_turn(self, user_id: str, session_id: str, text: str) -> dict:
+        return await self.call("POST", f"/v1/sessions/{session_id}/turns", user_id=user_id, json_body={"input": text})
+
+    async def turn(self, user_id: str, turn_id: str) -> dict:
+        return await self.call("GET", f"/v1/turns/{turn_id}", user_id=user_id)
+
+    async def cancel(self, user_id: str, turn_id: str) -> dict:
+        return await self.call("POST", f"/v1/turns/{turn_id}/cancel", user_id=user_id)
+
+    async def decide(self, user_id: str, approval_id: str, decision: str, scope: str = "once") -> dict:
+        body = {"decision": decision, "scope": scope}
+        return await self.call("POST", f"/v1/approvals/{approval_id}", user_id=user_id, json_body=body)
+
+    async def events(self, user_id: str, turn_id: str) -> AsyncIterator[Event]:
+        """The turn's events to its terminal one, resuming with Last-Event-ID when the stream drops."""
+        last_id: str | None = None
+        for _attempt in range(STREAM_RECONNECTS):
+            headers = {ACT_AS_HEADER: user_id, **({"Last-Event-ID": last_id} if last_id else {})}
+            try:
+                async with self._http.stream("GET", f"/v1/turns/{turn_id}/events", headers=headers,
+                                             timeout=httpx.Timeout(30.0, read=120.0)) as response:
+                    if response.status_code >= 400:
+                        await response.aread()
+                        raise _error(response)
+                    async for event in _parse_sse(response.aiter_lines()):
+                        if event.type == "error":
+                            break
+                        last_id = event.id or last_id
+                        yield event
+                        if event.type in TERMINAL_EVENTS:
+                            return
+            except httpx.TransportError as exc:
+                log.warning("event stream of %s dropped (%s); resuming", turn_id, type(exc).__name__)
+
+    # -- the outbox -------------------------------------------------------------------------------------
+
+    async def outbox_record(self, user_id: str, target: str, chat_id: str, text: str, turn_id: str | None) -> dict:
+        body = {"target": target, "chat_id": chat_id, "text": text, "turn_id": turn_id}
+        return await self.call("POST", f"/v1/gateway/users/{user_id}/outbox", json_body=body)
+
+    async def outbox_due(self) -> list[dict]:
+        return await self.call("GET", "/v1/gateway/outbox/due")
+
+    async def outbox_report(self, item_id: str, ok: bool, error: str | None = None,
+                            retry_in: float | None = None) -> dict:
+        body = {"ok": ok, "error": (error or None) and error[:500], "retry_in_seconds": retry_in}
+        return await self.call("POST", f"/v1/gateway/outbox/{item_id}", json_body=body)
+
+
+def _error(response: httpx.Response) -> ApiError:
+    try:
+        error = response.json().get("error", {})
+    except (ValueError, AttributeError):
+        error = {}
+    return ApiError(response.status_code, error.get("code", "http_error"), error.get("message", ""))
+
+
+async def _parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[Event]:
+    event_id, kind, data = None, "message", []
+    async for line in lines:
+        if line == "":
+            if data:
+                try:
+                    payload = json.loads("\n".join(data))
+                except ValueError:
+                    payload = {}
+                yield Event(event_id, kind, payload if isinstance(payload, dict) else {"value": payload})
+            event_id, kind, data = None, "message", []
+        elif line.startswith(":"):
+            continue
+        else:
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "id":
+                event_id = value
+            elif field == "event":
+                kind = value
+            elif field == "data":
+                data.append(value)

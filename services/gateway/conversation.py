@@ -1,0 +1,143 @@
+"""One chat's conversation: its long session, its turns one at a time in arrival order, the streamed preview,
+approvals, /stop and /new. Platform-neutral: a Surface shows things on the platform."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import Protocol
+
+from services.gateway.client import ApiClient, ApiError
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUED = 32
+TYPING_EVERY_SECONDS = 4.0
+
+
+class Surface(Protocol):
+    async def typing(self) -> None: ...
+
+    async def preview(self, text: str, ref: str | None) -> str | None:
+        """Show the reply so far (send, then edit one message, throttled); the message's ref."""
+
+    async def approval(self, data: dict) -> None: ...
+
+    async def notice(self, text: str) -> None: ...
+
+    async def final(self, text: str, ref: str | None, turn_id: str) -> None: ...
+
+
+class ChatRunner:
+    """Turns of one session key, strictly one after another; commands act at once."""
+
+    def __init__(self, api: ApiClient, user_id: str, key: str, surface: Surface) -> None:
+        self.api, self.user_id, self.key, self.surface = api, user_id, key, surface
+        self.session_id: str | None = None
+        self.pending: deque[str] = deque()
+        self.current: str | None = None
+        self.approvals: list[str] = []
+        self.task: asyncio.Task | None = None
+        self.stopped_at = 0
+
+    async def session(self, fresh: bool = False) -> str:
+        if fresh or self.session_id is None:
+            self.session_id = await self.api.chat_session(self.user_id, self.key, fresh=fresh)
+        return self.session_id
+
+    def submit(self, text: str) -> bool:
+        """Queue a message as the next turn; False when MAX_QUEUED already wait."""
+        if len(self.pending) >= MAX_QUEUED:
+            return False
+        self.pending.append(text)
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._drain())
+        return True
+
+    @property
+    def busy(self) -> bool:
+        return self.current is not None or bool(self.pending)
+
+    async def stop(self) -> bool:
+        """Cancel the running turn and drop what waits; True when something was running."""
+        self.pending.clear()
+        turn_id = self.current
+        if turn_id is None:
+            return False
+        try:
+            await self.api.cancel(self.user_id, turn_id)
+        except ApiError as exc:
+            if exc.status != 409:  # 409: it just finished
+                raise
+        return True
+
+    async def new_session(self) -> str:
+        await self.stop()
+        return await self.session(fresh=True)
+
+    async def _drain(self) -> None:
+        while self.pending:
+            text = self.pending.popleft()
+            try:
+                await self._run(text)
+            except Exception:
+                log.exception("a turn of %s failed in the gateway", self.key)
+                await self.surface.notice("Sorry, something went wrong on my side; please try again.")
+            finally:
+                self.current = None
+
+    async def _run(self, text: str) -> None:
+        session_id = await self.session()
+        turn = await self.api.create_turn(self.user_id, session_id, text)
+        self.current = turn["id"]
+        typing = asyncio.create_task(self._keep_typing())
+        ref, shown = None, ""
+        try:
+            async for event in self.api.events(self.user_id, turn["id"]):
+                if event.type == "message.delta":
+                    shown += str(event.data.get("delta", ""))
+                    ref = await self.surface.preview(shown, ref)
+                elif event.type == "approval.requested":
+                    self.approvals.append(str(event.data.get("approval_id", "")))
+                    await self.surface.approval(event.data)
+        finally:
+            typing.cancel()
+        done = await self.api.turn(self.user_id, turn["id"])
+        await self.surface.final(reply_text(done), ref, turn["id"])
+
+    async def _keep_typing(self) -> None:
+        while True:
+            try:
+                await self.surface.typing()
+            except Exception as exc:
+                log.debug("typing indicator failed (%s)", type(exc).__name__)
+            await asyncio.sleep(TYPING_EVERY_SECONDS)
+
+
+def reply_text(turn: dict) -> str:
+    """What the chat gets for a finished turn."""
+    status = turn.get("status")
+    if status == "completed":
+        return turn.get("output") or "(no answer)"
+    if status == "cancelled":
+        return "Stopped."
+    error = turn.get("error") or {}
+    message = error.get("message") if isinstance(error, dict) else str(error)
+    return f"Sorry, that failed: {message or status}"
+
+
+class Throttle:
+    """At most one edit per `interval` seconds per chat (what Telegram accepts)."""
+
+    def __init__(self, interval: float = 1.0) -> None:
+        self.interval = interval
+        self.last: dict[str, float] = {}
+
+    def allow(self, chat_id: str) -> bool:
+        now = time.monotonic()
+        if now - self.last.get(chat_id, 0.0) < self.interval:
+            return False
+        self.last[chat_id] = now
+        return True

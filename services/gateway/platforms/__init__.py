@@ -1,0 +1,1 @@
+"""Platform adapters, one module each; `services.gateway.registry.register` lists them."""

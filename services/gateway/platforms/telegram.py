@@ -1,0 +1,226 @@
+"""Telegram through python-telegram-bot, long polling, the Bot API base from TELEGRAM_API_URL.
+
+Only bound users reach the agent; an unknown user gets a pairing code and nothing else. Each session key has
+one ChatRunner; commands are answered at once, even while a turn runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import timedelta
+
+from telegram import Update
+from telegram.constants import ChatAction
+from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
+from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
+
+from services.gateway import session_keys
+from services.gateway.client import ApiError
+from services.gateway.context import Gateway
+from services.gateway.conversation import ChatRunner, Throttle
+from services.gateway.delivery import DeliveryError
+from services.gateway.platforms import telegram_ui as ui
+from services.gateway.text import TELEGRAM_LIMIT, split
+
+log = logging.getLogger(__name__)
+
+IDENTITY_TTL_SECONDS = 60.0
+
+
+def create(gateway: Gateway) -> "TelegramPlatform | None":
+    token = gateway.settings.telegram_bot_token
+    if token is None or not token.get_secret_value().strip():
+        return None
+    return TelegramPlatform(gateway, token.get_secret_value().strip())
+
+
+class TelegramPlatform:
+    name = "telegram"
+
+    def __init__(self, gateway: Gateway, token: str) -> None:
+        self.gateway = gateway
+        base = gateway.settings.telegram_api_url.rstrip("/")
+        self.app = (Application.builder().token(token).base_url(f"{base}/bot").base_file_url(f"{base}/file/bot")
+                    .concurrent_updates(True).build())
+        self.app.add_handler(MessageHandler(filters.TEXT, self.on_message))
+        self.app.add_handler(CallbackQueryHandler(self.on_callback))
+        self.runners: dict[str, ChatRunner] = {}
+        self.identities: dict[str, tuple[float, str, str]] = {}
+        self.throttle = Throttle(1.0)
+
+    @property
+    def bot(self):
+        return self.app.bot
+
+    async def start(self) -> None:
+        await self.app.initialize()
+        await self.bot.set_my_commands(ui.bot_commands())
+        await self.app.start()
+        await self.app.updater.start_polling(poll_interval=0.0, timeout=10)
+        log.info("telegram: polling as @%s", self.bot.username)
+
+    async def stop(self) -> None:
+        if self.app.updater.running:
+            await self.app.updater.stop()
+        if self.app.running:
+            await self.app.stop()
+        await self.app.shutdown()
+
+    # -- who is talking ----------------------------------------------------------------------------
+
+    async def bound_user(self, tg_user) -> tuple[str, str] | dict:
+        """(user_id, name) of a bound Telegram user, else the api's pairing answer for them."""
+        pid = str(tg_user.id)
+        cached = self.identities.get(pid)
+        if cached and time.monotonic() - cached[0] < IDENTITY_TTL_SECONDS:
+            return cached[1], cached[2]
+        answer = await self.gateway.api.identify("telegram", pid, tg_user.full_name or tg_user.username or pid)
+        if answer["status"] != "bound":
+            return answer
+        self.identities[pid] = (time.monotonic(), answer["user_id"], answer["user_name"])
+        return answer["user_id"], answer["user_name"]
+
+    def runner_for(self, update: Update, user_id: str) -> ChatRunner:
+        chat, message = update.effective_chat, update.effective_message
+        thread = str(message.message_thread_id) if message and message.is_topic_message else None
+        key = session_keys.build("telegram", chat.type, str(chat.id), str(update.effective_user.id), thread)
+        runner = self.runners.get(key)
+        if runner is None or runner.user_id != user_id:
+            runner = ChatRunner(self.gateway.api, user_id, key, TelegramSurface(self, user_id, str(chat.id), thread))
+            self.runners[key] = runner
+        return runner
+
+    # -- updates -------------------------------------------------------------------------------------------
+
+    async def on_message(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        message, sender = update.effective_message, update.effective_user
+        if message is None or sender is None or sender.is_bot or not message.text:
+            return
+        who = await self.bound_user(sender)
+        if isinstance(who, dict):
+            await message.reply_text(ui.pairing_text(who))
+            return
+        user_id, name = who
+        runner = self.runner_for(update, user_id)
+        text = message.text.strip()
+        if text.startswith("/"):
+            await self.command(runner, name, sender, text, message)
+        elif not runner.submit(text):
+            await message.reply_text(f"{len(runner.pending)} messages are already waiting; "
+                                     "wait for the answer or /stop.")
+
+    async def command(self, runner: ChatRunner, name: str, sender, text: str, message) -> None:
+        """Commands act at once, never queued behind a turn."""
+        word, _, arg = text[1:].partition(" ")
+        word = word.split("@", 1)[0].lower()
+        try:
+            reply = await self._command(runner, name, sender, word, arg.strip())
+        except ApiError as exc:
+            reply = f"That did not work ({exc.code})."
+        await message.reply_text(reply)
+
+    async def _command(self, runner: ChatRunner, name: str, sender, word: str, arg: str) -> str:
+        api, uid = self.gateway.api, runner.user_id
+        if word == "new":
+            await runner.new_session()
+            return "Started a fresh conversation."
+        if word == "stop":
+            return "Stopping." if await runner.stop() else "Nothing is running."
+        if word == "status":
+            state = f"working, {len(runner.pending)} waiting" if runner.busy else "idle"
+            return f"Agent: {state}. Session: {await runner.session()}."
+        if word == "whoami":
+            return f"You are {name} (Telegram id {sender.id})."
+        if word == "memory":
+            return ui.memory_text(await api.call("GET", "/v1/memory", user_id=uid))
+        if word == "skills":
+            return ui.skills_text(await api.call("GET", "/v1/skills", user_id=uid))
+        if word in ("approve", "deny"):
+            if not runner.approvals:
+                return "Nothing is waiting for approval."
+            choice = "deny" if word == "deny" else ("session" if arg.lower() == "session" else "once")
+            return f"Command {await self.decide(uid, runner.approvals.pop(), choice, name)}."
+        return ui.help_text()
+
+    async def decide(self, user_id: str, approval_id: str, choice: str, name: str) -> str:
+        decision, scope, said = ui.DECISIONS[choice]
+        await self.gateway.api.decide(user_id, approval_id, decision, scope)
+        return f"{said} by {name}"
+
+    async def on_callback(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        query = update.callback_query
+        parsed = ui.parse_callback(query.data or "")
+        who = await self.bound_user(query.from_user)
+        if parsed is None or isinstance(who, dict):
+            await query.answer("Not for you.")
+            return
+        (approval_id, choice), (user_id, name) = parsed, who
+        try:
+            outcome = await self.decide(user_id, approval_id, choice, name)
+        except ApiError as exc:
+            outcome = "already decided or expired" if exc.status in (404, 409) else f"not recorded ({exc.code})"
+        for runner in self.runners.values():
+            if approval_id in runner.approvals:
+                runner.approvals.remove(approval_id)
+        await query.answer(outcome[:200])
+        if query.message is not None:
+            await query.edit_message_reply_markup(reply_markup=None)
+            text = getattr(query.message, "text", "") or ""
+            await query.edit_message_text(f"{text}\n\n→ {outcome}"[:TELEGRAM_LIMIT])
+
+    # -- delivery --------------------------------------------------------------------------------------------
+
+    async def send(self, dest: str, item: dict, ref: str | None = None) -> None:
+        """A final reply: the streamed preview edited to the first part, the rest as new messages."""
+        chunks = split(item["text"])
+        try:
+            if ref is not None:
+                try:
+                    await self.bot.edit_message_text(chunks[0], chat_id=dest, message_id=int(ref))
+                except BadRequest as exc:
+                    if "not modified" not in str(exc).lower():
+                        raise
+                chunks = chunks[1:]
+            for chunk in chunks:
+                await self.bot.send_message(dest, chunk)
+        except RetryAfter as exc:
+            wait = exc.retry_after
+            raise DeliveryError("telegram asked to wait", wait.total_seconds() if isinstance(wait, timedelta)
+                                else float(wait)) from exc
+        except (NetworkError, TelegramError) as exc:
+            raise DeliveryError(f"telegram: {type(exc).__name__}") from exc
+
+
+class TelegramSurface:
+    """One runner's view of its chat."""
+
+    def __init__(self, platform: TelegramPlatform, user_id: str, chat_id: str, thread: str | None) -> None:
+        self.platform, self.user_id, self.chat_id, self.thread = platform, user_id, chat_id, thread
+
+    async def typing(self) -> None:
+        await self.platform.bot.send_chat_action(self.chat_id, ChatAction.TYPING)
+
+    async def preview(self, text: str, ref: str | None) -> str | None:
+        if not text.strip() or not self.platform.throttle.allow(self.chat_id):
+            return ref
+        shown = text[:TELEGRAM_LIMIT]
+        try:
+            if ref is None:
+                return str((await self.platform.bot.send_message(self.chat_id, shown)).message_id)
+            await self.platform.bot.edit_message_text(shown, chat_id=self.chat_id, message_id=int(ref))
+        except TelegramError as exc:
+            log.debug("preview not shown (%s)", type(exc).__name__)
+        return ref
+
+    async def approval(self, data: dict) -> None:
+        await self.platform.bot.send_message(self.chat_id, ui.approval_text(data),
+                                             reply_markup=ui.approval_keyboard(str(data.get("approval_id", ""))))
+
+    async def notice(self, text: str) -> None:
+        await self.platform.bot.send_message(self.chat_id, text)
+
+    async def final(self, text: str, ref: str | None, turn_id: str) -> None:
+        await self.platform.gateway.delivery.deliver(self.user_id, f"telegram:{self.chat_id}", self.chat_id, text,
+                                                     turn_id, ref)

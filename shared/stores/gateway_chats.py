@@ -1,0 +1,39 @@
+"""Which session a chat continues: one long session per session key, until `/new`."""
+
+from __future__ import annotations
+
+from sqlmodel import select
+
+from shared.clock import utcnow
+from shared.db import Database
+from shared.models.gateway import GatewayChat
+from shared.models.sessions import ChatSession
+from shared.stores import sessions
+
+
+def resolve(db: Database, user_id: str, key: str, *, fresh: bool = False, source: str = "gateway"
+            ) -> tuple[GatewayChat, bool]:
+    """The chat's current session for this user (created when missing, or anew when `fresh`); True if new.
+
+    The key is scoped by user: a key another user holds is answered as missing, never shown.
+    """
+    scoped = f"{user_id}|{key}"[:255]
+    with db.read() as s:
+        row = s.get(GatewayChat, scoped)
+    if row is not None and not fresh:
+        return row, False
+    session = sessions.create_session(db, user_id, title=key[:200], source=source)
+    with db.write() as s:
+        row = s.get(GatewayChat, scoped, with_for_update=True)
+        if row is not None and not fresh:
+            return row, False  # another request bound it first; the spare session stays empty
+        row = row or GatewayChat(key=scoped, user_id=user_id, session_id=session.id)
+        row.session_id, row.updated_at = session.id, utcnow()
+        s.add(row)
+    return row, True
+
+
+def sessions_of(db: Database, user_id: str) -> list[ChatSession]:
+    with db.read() as s:
+        return list(s.exec(select(ChatSession).join(GatewayChat, GatewayChat.session_id == ChatSession.id)
+                           .where(GatewayChat.user_id == user_id)))

@@ -1,0 +1,63 @@
+"""The gateway's delivery outbox: every reply is recorded before it is sent, then retried until sent or failed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlmodel import select
+
+from shared.clock import utcnow
+from shared.db import Database
+from shared.errors import NotFound
+from shared.ids import new_id
+from shared.models.gateway import OutboxItem
+
+MAX_ATTEMPTS = 8
+BACKOFF_BASE_SECONDS = 1.0
+BACKOFF_MAX_SECONDS = 60.0
+
+
+def record(db: Database, user_id: str, target: str, chat_id: str, turn_id: str | None, text: str) -> OutboxItem:
+    row = OutboxItem(id=new_id("out"), user_id=user_id, target=target, chat_id=chat_id, turn_id=turn_id, text=text)
+    with db.write() as s:
+        s.add(row)
+    return row
+
+
+def due(db: Database, limit: int = 50) -> list[OutboxItem]:
+    """Pending items whose next attempt is now or past, oldest first."""
+    with db.read() as s:
+        return list(s.exec(select(OutboxItem).where(OutboxItem.status == "pending",
+                                                    OutboxItem.next_attempt_at <= utcnow())
+                           .order_by(OutboxItem.created_at).limit(limit)))
+
+
+def report(db: Database, item_id: str, ok: bool, error: str | None, retry_in: float | None) -> OutboxItem:
+    """Record one attempt: sent, or retried after backoff (`retry_in` when the platform named one), or failed
+    for good after MAX_ATTEMPTS."""
+    now = utcnow()
+    with db.write() as s:
+        row = s.get(OutboxItem, item_id, with_for_update=True)
+        if row is None:
+            raise NotFound("No such outbox item.", code="outbox_not_found")
+        if row.status != "pending":
+            return row
+        row.attempts += 1
+        if ok:
+            row.status, row.sent_at, row.last_error = "sent", now, None
+        else:
+            row.last_error = (error or "delivery failed")[:500]
+            if row.attempts >= MAX_ATTEMPTS:
+                row.status = "failed"
+            else:
+                delay = retry_in if retry_in is not None else min(
+                    BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (row.attempts - 1))
+                row.next_attempt_at = now + timedelta(seconds=delay)
+        s.add(row)
+    return row
+
+
+def by_status(db: Database, status: str, limit: int = 100) -> list[OutboxItem]:
+    with db.read() as s:
+        return list(s.exec(select(OutboxItem).where(OutboxItem.status == status)
+                           .order_by(OutboxItem.created_at.desc()).limit(limit)))

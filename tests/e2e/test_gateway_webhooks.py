@@ -1,0 +1,125 @@
+"""Signed webhooks through the real gateway, api and worker: replies reach the callback signed, refusals hold,
+and a callback that is down for a while still gets its reply (the outbox)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import io
+import json
+import time
+from contextlib import redirect_stdout
+
+import httpx
+import pytest
+
+from services.cli.main import main as hstack
+from services.gateway.signing import sign
+from tests.fakes.callback import CallbackServer
+from tests.fakes.model import text
+from tests.support.gateway import gateway_env, start_gateway
+from tests.support.processes import Stack
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack(fake_model):
+    s = Stack(model_url=fake_model.base_url, env_overrides=gateway_env())
+    with s:
+        s.start_api()
+        s.start_worker()
+        s.gateway, s.gateway_port = start_gateway(s)
+        s.create_user("hooks")
+        yield s
+
+
+def create_route(stack: Stack, name: str, callback: str | None = None) -> str:
+    """`hstack webhooks create`; the secret it prints once."""
+    args = ["--url", stack.base_url, "--admin-key", stack.admin_key, "webhooks", "create", name, "--user", "hooks"]
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert hstack(args + (["--callback", callback] if callback else [])) == 0
+    return out.getvalue().split("Secret:\n", 1)[1].split()[0]
+
+
+def post(stack: Stack, name: str, secret: str, body: dict | bytes, *, ts: int | None = None,
+         signature: str | None = None) -> httpx.Response:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    stamp = str(ts if ts is not None else int(time.time()))
+    headers = {"X-Webhook-Timestamp": stamp, "Content-Type": "application/json",
+               "X-Webhook-Signature-V2": signature if signature is not None else sign(secret, stamp, raw)}
+    return httpx.post(f"http://127.0.0.1:{stack.gateway_port}/webhooks/{name}", content=raw, headers=headers,
+                      timeout=30)
+
+
+def verifies(secret: str, headers: dict, body: bytes) -> bool:
+    stamp = headers.get("X-Webhook-Timestamp", "")
+    expected = hmac.new(secret.encode(), f"{stamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, headers.get("X-Webhook-Signature-V2", ""))
+
+
+def test_a_signed_request_gets_a_signed_reply_at_the_callback(stack, model):
+    model.on("garage door", text("The garage door is closed."))
+    callback = CallbackServer().start()
+    try:
+        secret = create_route(stack, "home", callback.url)
+        answer = post(stack, "home", secret, {"text": "is the garage door open?", "chat_id": "kitchen"})
+        assert answer.status_code == 202 and answer.json()["turn_id"]
+        wait_until(lambda: callback.received, timeout=30, what="the callback")
+        headers, body = callback.received[0]
+        assert verifies(secret, headers, body)
+        assert json.loads(body) == {"chat_id": "kitchen", "text": "The garage door is closed.",
+                                    "turn_id": answer.json()["turn_id"]}
+    finally:
+        callback.stop()
+
+
+def test_bad_signature_stale_timestamp_replay_size_are_refused(stack):
+    secret = create_route(stack, "strict")
+    body = {"text": "hello", "chat_id": "x"}
+    assert post(stack, "strict", secret, body, signature="0" * 64).status_code == 401
+    assert post(stack, "strict", "wrong-secret", body).status_code == 401
+    assert post(stack, "strict", secret, body, ts=int(time.time()) - 301).status_code == 401
+    missing = httpx.post(f"http://127.0.0.1:{stack.gateway_port}/webhooks/strict", json=body, timeout=10)
+    assert missing.status_code == 401
+    stamp = int(time.time())
+    assert post(stack, "strict", secret, body, ts=stamp).status_code == 202
+    assert post(stack, "strict", secret, body, ts=stamp).status_code == 409, "the same signature twice"
+    big = json.dumps({"text": "x" * (256 * 1024)}).encode()
+    assert post(stack, "strict", secret, big).status_code == 413
+
+
+def test_more_than_30_requests_a_minute_on_one_route_are_refused(stack):
+    secret = create_route(stack, "busy")
+    codes = [post(stack, "busy", secret, b"{not json", signature="bad").status_code for _ in range(31)]
+    assert codes[:30] == [401] * 30 and codes[30] == 429
+
+
+def test_a_callback_down_for_10_seconds_still_gets_the_reply(stack, model):
+    model.on("water the plants", text("Watering started."))
+    callback = CallbackServer()
+    secret = create_route(stack, "garden", callback.url)
+    answer = post(stack, "garden", secret, {"text": "water the plants"})
+    assert answer.status_code == 202
+    with stack.client() as admin:
+        wait_until(lambda: any(i["turn_id"] == answer.json()["turn_id"] and i["attempts"] >= 1
+                               for i in admin.get("/v1/admin/outbox", params={"status": "pending"}).json()),
+                   timeout=30, what="a failed first attempt")
+    time.sleep(10)  # the callback server stays down for 10 s: this is the scenario, not a wait for work
+    callback.start()
+    try:
+        wait_until(lambda: callback.received, timeout=60, what="the redelivered reply")
+        headers, body = callback.received[0]
+        assert verifies(secret, headers, body) and json.loads(body)["text"] == "Watering started."
+    finally:
+        callback.stop()
+
+
+def test_any_other_json_reaches_the_agent_as_a_fenced_payload(stack, model):
+    secret = create_route(stack, "ci")
+    answer = post(stack, "ci", secret, {"action": "completed", "repo": "x/y"})
+    assert answer.status_code == 202
+    wait_until(lambda: any("```json" in json.dumps(r.body) and "x/y" in json.dumps(r.body) for r in model.requests),
+               timeout=30, what="the fenced payload at the model")

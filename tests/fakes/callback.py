@@ -1,0 +1,43 @@
+"""A webhook callback receiver over real HTTP: records each POST (headers and raw body); can go down and up."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support.env import free_port
+
+
+class CallbackServer:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/hook"
+        self.received: list[tuple[dict, bytes]] = []
+        self.server: ThreadingHTTPServer | None = None
+        self.lock = threading.Lock()
+
+    def start(self) -> "CallbackServer":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with fake.lock:
+                    fake.received.append(({k: v for k, v in self.headers.items()}, body))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None

@@ -1,0 +1,234 @@
+"""A fake Telegram Bot API over real HTTP, in the real wire format: `{base}/bot{token}/{method}`, form or JSON
+parameters in, `{"ok": true, "result": …}` out. It records every call and lets a test inject user messages
+and button presses, and make the next sends fail (429 with retry_after, 5xx)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from email.parser import BytesParser
+from email.policy import HTTP
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl
+
+from tests.support.env import free_port
+from tests.support.waiting import wait_until
+
+BOT = {"id": 777000, "is_bot": True, "first_name": "Hermes", "username": "hermes_test_bot",
+       "can_join_groups": True, "can_read_all_group_messages": False, "supports_inline_queries": False}
+
+
+@dataclass
+class Call:
+    method: str
+    params: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)
+
+
+class FakeTelegram:
+    def __init__(self, token: str = "123456:TEST-token") -> None:
+        self.token = token
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.calls: list[Call] = []
+        self.updates: list[dict] = []
+        self.next_update = 1
+        self.next_message = 1000
+        self.messages: dict[int, dict] = {}  # message_id -> what the bot shows now
+        self.failures: list[tuple[str, int, int | None]] = []  # (method, status, retry_after)
+        self.cond = threading.Condition()
+        self.server: ThreadingHTTPServer | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> "FakeTelegram":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                fake._handle(self)
+
+            do_GET = do_POST
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            with self.cond:
+                self.cond.notify_all()
+            self.server.shutdown()
+            self.server.server_close()
+
+    # -- what a test does ----------------------------------------------------------------------------
+
+    def user_says(self, user_id: int, text: str, chat_id: int | None = None, *, first_name: str = "Ann",
+                  chat_type: str = "private") -> int:
+        """A user sends a text message; commands carry their bot_command entity like the real API."""
+        chat_id = chat_id if chat_id is not None else user_id
+        chat = {"id": chat_id, "type": chat_type, **({"first_name": first_name} if chat_type == "private"
+                                                      else {"title": "Group"})}
+        message = {"message_id": self._message_id(), "date": int(time.time()), "chat": chat, "text": text,
+                   "from": {"id": user_id, "is_bot": False, "first_name": first_name}}
+        if text.startswith("/"):
+            message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(text.split()[0])}]
+        return self._push({"message": message})
+
+    def press(self, user_id: int, message_id: int, data: str, *, first_name: str = "Ann") -> int:
+        """A user presses an inline button under one of the bot's messages."""
+        shown = self.messages[message_id]
+        message = {"message_id": message_id, "date": int(time.time()), "chat": shown["chat"], "text": shown["text"],
+                   "from": BOT}
+        query = {"id": f"cbq{self.next_update}", "from": {"id": user_id, "is_bot": False, "first_name": first_name},
+                 "message": message, "chat_instance": "ci", "data": data}
+        return self._push({"callback_query": query})
+
+    def fail_next(self, method: str, status: int, retry_after: int | None = None, times: int = 1) -> None:
+        with self.cond:
+            self.failures.extend([(method, status, retry_after)] * times)
+
+    def sent(self, chat_id: int | None = None, method: str | None = None) -> list[Call]:
+        with self.cond:
+            return [c for c in self.calls if (method is None or c.method == method)
+                    and (chat_id is None or str(c.params.get("chat_id")) == str(chat_id))]
+
+    def texts(self, chat_id: int) -> list[str]:
+        """What the chat shows now, oldest first (edits applied)."""
+        with self.cond:
+            return [m["text"] for m in self.messages.values() if str(m["chat"]["id"]) == str(chat_id)]
+
+    def wait_text(self, chat_id: int, needle: str, timeout: float = 30) -> str:
+        return wait_until(lambda: next((t for t in self.texts(chat_id) if needle in t), None), timeout=timeout,
+                          interval=0.05, what=f"{needle!r} in chat {chat_id}")
+
+    def confirmed(self) -> int:
+        """The highest update id the bot confirmed (by asking for a later offset)."""
+        with self.cond:
+            return max([int(c.params.get("offset", 0)) - 1 for c in self.calls if c.method == "getUpdates"] or [0])
+
+    # -- the wire ---------------------------------------------------------------------------------------
+
+    def _message_id(self) -> int:
+        with self.cond:
+            self.next_message += 1
+            return self.next_message
+
+    def _push(self, update: dict) -> int:
+        with self.cond:
+            update_id = self.next_update
+            self.next_update += 1
+            self.updates.append({"update_id": update_id, **update})
+            self.cond.notify_all()
+        return update_id
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        prefix = f"/bot{self.token}/"
+        if not handler.path.startswith(prefix):
+            return self._reply(handler, 401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
+        method = handler.path[len(prefix):].split("?")[0]
+        params = _params(handler)
+        with self.cond:
+            self.calls.append(Call(method, params))
+            failure = next((f for f in self.failures if f[0] == method), None)
+            if failure:
+                self.failures.remove(failure)
+        if failure:
+            _m, status, retry = failure
+            body = {"ok": False, "error_code": status, "description": "Too Many Requests" if status == 429 else "Bad"}
+            if retry is not None:
+                body["parameters"] = {"retry_after": retry}
+            return self._reply(handler, status, body)
+        answer = getattr(self, f"_m_{method}", None)
+        if answer is None:
+            return self._reply(handler, 404, {"ok": False, "error_code": 404, "description": "Not Found"})
+        return self._reply(handler, 200, {"ok": True, "result": answer(params)})
+
+    @staticmethod
+    def _reply(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        try:
+            handler.send_response(status)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the bot hung up on a long poll (it is stopping)
+
+    def _m_getMe(self, _p):
+        return BOT
+
+    def _m_deleteWebhook(self, _p):
+        return True
+
+    def _m_setMyCommands(self, _p):
+        return True
+
+    def _m_sendChatAction(self, _p):
+        return True
+
+    def _m_answerCallbackQuery(self, _p):
+        return True
+
+    def _m_getUpdates(self, p):
+        offset, timeout = int(p.get("offset") or 0), float(p.get("timeout") or 0)
+        deadline = time.monotonic() + min(timeout, 30)
+        with self.cond:
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+            while not self.updates and time.monotonic() < deadline:
+                self.cond.wait(max(0.0, deadline - time.monotonic()))
+            return list(self.updates[: int(p.get("limit") or 100)])
+
+    def _m_sendMessage(self, p):
+        chat_id = int(p["chat_id"])
+        message = {"message_id": self._message_id(), "date": int(time.time()),
+                   "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"},
+                   "from": BOT, "text": p.get("text", "")}
+        markup = _json(p.get("reply_markup"))
+        with self.cond:
+            self.messages[message["message_id"]] = {**message, "reply_markup": markup}
+        return {**message, **({"reply_markup": markup} if markup else {})}
+
+    def _m_editMessageText(self, p):
+        with self.cond:
+            shown = self.messages[int(p["message_id"])]
+            shown["text"] = p.get("text", "")
+            if "reply_markup" in p:
+                shown["reply_markup"] = _json(p.get("reply_markup"))
+            return {k: v for k, v in shown.items() if k != "reply_markup" or v}
+
+    def _m_editMessageReplyMarkup(self, p):
+        with self.cond:
+            shown = self.messages[int(p["message_id"])]
+            shown["reply_markup"] = _json(p.get("reply_markup"))
+            return {k: v for k, v in shown.items() if k != "reply_markup" or v}
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _params(handler: BaseHTTPRequestHandler) -> dict[str, Any]:
+    length = int(handler.headers.get("Content-Length") or 0)
+    raw = handler.rfile.read(length) if length else b""
+    kind = handler.headers.get("Content-Type", "")
+    if "application/json" in kind:
+        return json.loads(raw or b"{}")
+    if "multipart/form-data" in kind:
+        message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {kind}\r\n\r\n".encode() + raw)
+        return {part.get_param("name", header="content-disposition"): part.get_content()
+                for part in message.iter_parts()}
+    return dict(parse_qsl(raw.decode()))

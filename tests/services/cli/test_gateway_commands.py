@@ -1,0 +1,54 @@
+"""`hstack pairing` and `hstack webhooks`, and failed gateway deliveries in `hstack status`."""
+
+from __future__ import annotations
+
+import secrets
+
+from shared.config import get_settings
+from shared.db import get_database
+from shared.stores import outbox, pairing
+from tests.support.factories import make_user
+
+
+def db():
+    return get_database(get_settings().sqlalchemy_url)
+
+
+def test_pairing_list_approve_and_revoke(hstack):
+    platform = "telegram"
+    pid = str(secrets.randbelow(10**9))
+    user = make_user(db())
+    code = pairing.request_code(db(), platform, pid, "Quinn").code
+    code_, out, _ = hstack("pairing", "list")
+    assert code_ == 0 and pid in out and code not in out, "pending requests are listed, never their codes"
+    code_, out, _ = hstack("pairing", "approve", platform, code.lower(), "--user", user.name)
+    assert code_ == 0 and f"is now {user.name}" in out
+    code_, out, _ = hstack("pairing", "revoke", platform, pid)
+    assert code_ == 0 and "Revoked" in out and pairing.find_identity(db(), platform, pid) is None
+
+
+def test_a_wrong_code_is_a_readable_error(hstack):
+    code_, _out, err = hstack("pairing", "approve", f"x{secrets.token_hex(3)}", "ABCDEFGH")
+    assert code_ == 1 and "No pending pairing code" in err
+
+
+def test_webhooks_create_prints_the_secret_once_then_list_and_delete(hstack):
+    user = make_user(db())
+    name = f"hook{secrets.token_hex(3)}"
+    code_, out, _ = hstack("webhooks", "create", name, "--user", user.name, "--callback", "http://127.0.0.1:9/x",
+                           "--deliver", "telegram:42")
+    secret = out.split("Secret:\n", 1)[1].split()[0]
+    assert code_ == 0 and len(secret) == 64
+    code_, out, _ = hstack("webhooks", "list")
+    assert code_ == 0 and name in out and secret not in out
+    assert hstack("webhooks", "delete", name)[0] == 0
+    assert name not in hstack("webhooks", "list")[1]
+
+
+def test_a_reply_that_finally_failed_shows_in_status(hstack):
+    user = make_user(db())
+    item = outbox.record(db(), user.id, "callback:gone", "c1", None, "the answer")
+    for _ in range(outbox.MAX_ATTEMPTS):
+        outbox.report(db(), item.id, False, "callback answered 503", 0)
+    code_, out, _ = hstack("status")
+    assert code_ == 0 and "gateway replies not delivered" in out and item.id in out and "503" in out
