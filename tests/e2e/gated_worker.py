@@ -2,6 +2,7 @@
 
 `celery -A tests.e2e.gated_worker worker -Q turns` runs the real worker tasks; the tool appends each
 command it is allowed to "run" to DATA_DIR/gated-calls.log, so a test sees what ran and what never did.
+Only worker processes import this module: importing it registers the tool into the process's registry.
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ import signal
 
 import pytest
 
-from tests.e2e.gated_worker import CALLS_FILE
 from tests.fakes.model import text, tool_call
 from tests.services.worker.gated import GUARDIAN_MARKER
 from tests.support.processes import Proc, Stack, wait_for_turn, wait_until
@@ -14,6 +13,7 @@ from tests.support.processes import Proc, Stack, wait_for_turn, wait_until
 pytestmark = pytest.mark.e2e
 
 DANGEROUS = "rm -r build-tmp"
+CALLS_FILE = "gated-calls.log"  # written by tests/e2e/gated_worker.py, which only worker processes import
 
 
 @pytest.fixture(scope="module")
