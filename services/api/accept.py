@@ -45,12 +45,16 @@ def accept_turn(
     text: str,
     idempotency_key: str | None = None,
     body_hash: str | None = None,
+    interactive: bool = True,
 ) -> Turn:
-    """Commit a queued turn, then send what the user's free slots allow; a retried Idempotency-Key returns the first turn."""
+    """Commit a queued turn, then send what the user's free slots allow; a retried Idempotency-Key returns the first turn.
+
+    `interactive=False`: the caller has no channel for an approval question, so none is ever asked.
+    """
     check_input_size(settings, text)
     turn, _, sent = turns.accept_turn(
         db, user_id, session_id, text, idempotency_key=idempotency_key, request_hash=body_hash,
-        max_running=settings.max_running_turns_per_user,
+        max_running=settings.max_running_turns_per_user, interactive=interactive,
     )
     session_id_var.set(session_id)
     turn_id_var.set(turn.id)

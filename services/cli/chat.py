@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import Callable, TextIO
 
 from services.cli.client import ApiClient, CliError, Event
 
 HELP = "Type a message and press Enter. /new starts a new session, /quit exits."
 ARGS_WIDTH = 60
+COMMAND_PREVIEW = 200
+APPROVAL_KEYS = {"y": ("approve", "once"), "s": ("approve", "session"), "n": ("deny", "once")}
+APPROVAL_PROMPT = "  approve? [y] once  [s] for this session  [n] deny › "
 
 
 def format_call(name: str, arguments) -> str:
@@ -29,8 +32,9 @@ def format_call(name: str, arguments) -> str:
 class TurnPrinter:
     """Writes one turn's events: text as it streams, a line per tool call, errors in words."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, answer: Callable[[dict], None] | None = None) -> None:
         self.out = out
+        self.answer = answer
         self.streamed = False
         self.at_line_start = True
         self.open_tool: str | None = None
@@ -78,9 +82,14 @@ class TurnPrinter:
 
     def on_approval_requested(self, data: dict) -> None:
         self.new_line()
-        what = data.get("command") or data.get("description") or data.get("tool") or "a tool call"
-        self.write(f"  ⚠ waiting for approval of {what} (approval id {data.get('id', '?')}); "
-                   "approve or deny it with POST /v1/approvals/<id>\n")
+        command = str(data.get("command") or "a command")
+        if len(command) > COMMAND_PREVIEW:
+            command = command[: COMMAND_PREVIEW - 1] + "…"
+        self.write(f"  ⚠ approval needed: {command}\n    why: {data.get('reason') or 'it matched a dangerous pattern'}\n")
+        if self.answer is not None:
+            self.answer(data)
+        else:
+            self.write(f"    decide with POST /v1/approvals/{data.get('approval_id', '?')}\n")
 
     def on_turn_completed(self, data: dict) -> None:
         if not self.streamed and data.get("output"):
@@ -149,7 +158,7 @@ class Chat:
 
     def turn(self, text: str) -> None:
         """Post one turn and print its events until it ends; a refused or failed turn does not end the chat."""
-        printer = TurnPrinter(self.out)
+        printer = TurnPrinter(self.out, self.answer_approval)
         try:
             turn = self.client.post_turn(self.session_id, text)
             for event in self.client.events(turn["id"]):
@@ -158,6 +167,38 @@ class Chat:
             printer.new_line()
             self.say(f"error: {exc}")
             self.api_errors += 1
+
+
+    def answer_approval(self, data: dict) -> None:
+        """Ask for y / s / n and send the decision; the turn's events go on once it resumes."""
+        while True:
+            line = self._ask(APPROVAL_PROMPT)
+            if not line:
+                self.say("    no answer: the command is refused when the approval times out")
+                return
+            key = line.strip().lower()[:1]
+            if key in APPROVAL_KEYS:
+                break
+        decision, scope = APPROVAL_KEYS[key]
+        try:
+            self.client.post(f"/v1/approvals/{data.get('approval_id')}", {"decision": decision, "scope": scope})
+        except CliError as exc:
+            self.say(f"    could not send the decision: {exc}")
+            return
+        self.say({"once": "    approved once", "session": "    approved for this session"}[scope]
+                 if decision == "approve" else "    denied")
+
+    def _ask(self, prompt: str) -> str | None:
+        """One answer line; piped input is echoed after the prompt so the transcript reads the same."""
+        if self.interactive:
+            try:
+                return input(prompt)
+            except EOFError:
+                return None
+        self.out.write(prompt)
+        line = self.stdin.readline()
+        self.say(line.strip())
+        return line or None
 
 
 def chat(client: ApiClient, stdin: TextIO, out: TextIO, session_id: str | None = None) -> int:

@@ -6,7 +6,10 @@ Such a stream whose turn is finished (or gone from the database) gets the rest o
 from its newest entry in Redis's own time, or is deleted when that is already over. Streams of
 queued and running turns are left alone. Each sweep examines a bounded number of keys (SCAN with
 COUNT) and keeps its cursor in Redis, so the next sweep continues where this one stopped.
-Pending approvals have no table yet, so there is nothing of theirs to expire.
+Approvals nobody decided within APPROVAL_TIMEOUT_SECONDS are denied by `expire_approvals`, which the
+turn sweep runs every SWEEP_INTERVAL_SECONDS (an hourly pass would be far too late for a 300 s
+timeout): their turns resume and the model hears the refusal, even when no worker was alive to see
+the time pass.
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Callable
 
 import redis
+from pydantic import BaseModel
 from sqlmodel import select
 
 from shared.db import Database
 from shared.models.turns import TERMINAL_STATUSES, Turn
-from shared.stores import memory_staged
+from shared.queue.names import RESUME_TURN
+from shared.queue.payloads import ResumeTurn
+from shared.stores import approvals, memory_staged
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +88,22 @@ def trim_streams(db: Database, r: redis.Redis, *, ttl_seconds: int, scan_limit: 
             else:
                 deleted += r.delete(key)
     return StreamSweep(len(seen), expiring, deleted, cursor == 0)
+
+
+def expire_approvals(db: Database, now: datetime, send: Callable[[str, BaseModel], None]) -> int:
+    """Deny the questions past their time and send their turns on; returns how many expired.
+
+    A failed send is left to the turn sweep: the turn is already marked sent, so it is re-sent later.
+    """
+    resumed = approvals.expire_due(db, now)
+    for approval, turn in resumed:
+        try:
+            send(RESUME_TURN, ResumeTurn(turn_id=turn.id, session_id=turn.session_id, approval_id=approval.id))
+        except Exception as exc:  # any broker failure: the sweeper re-sends turns marked sent
+            log.warning("could not enqueue resume of turn %s (%s)", turn.id, type(exc).__name__)
+    if resumed:
+        log.info("expiry sweep: %d approval(s) expired unanswered; their turns resume", len(resumed))
+    return len(resumed)
 
 
 def sweep(db: Database, r: redis.Redis, *, now: datetime, ttl_seconds: int, scan_limit: int,

@@ -1,6 +1,6 @@
 """Curator tasks: the beat's periodic work, each task thin and idempotent.
 
-- sweep_turns: re-send turns and reviews a lost enqueue or a dead worker left behind, and send
+- sweep_turns: expire approvals nobody answered in time (their turns resume), re-send turns and reviews a lost enqueue or a dead worker left behind, and send
   waiting turns their user's free slots allow (never past MAX_RUNNING_TURNS_PER_USER);
 - check_curation (hourly): one curate_skills per user whose curation pass is due;
 - curate_skills: that user's pass (stale / archived skills, backup, ledger), if still due;
@@ -41,8 +41,12 @@ ANNOUNCE_TTL_SECONDS = 30
 
 
 def sweep(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) -> int:
-    """Re-send RUN_TURN once per session holding a stuck turn, and reviews left behind; returns how many were sent."""
+    """Expire unanswered approvals, re-send RUN_TURN once per session holding a stuck turn, and reviews left behind.
+
+    Returns how many turns and reviews were re-sent.
+    """
     db = get_database(settings.sqlalchemy_url)
+    expiry.expire_approvals(db, clock.utcnow(), send)
     stuck = turns.turns_to_resend(
         db, requeue_after=settings.turn_requeue_after_seconds, lease_seconds=settings.turn_lease_seconds,
         max_running=settings.max_running_turns_per_user,

@@ -16,8 +16,8 @@ from pydantic import ValidationError
 from shared.config import get_settings
 from shared.logs import setup_logging
 from shared.queue.app import get_celery
-from shared.queue.names import REVIEW_SESSION, RUN_TURN
-from shared.queue.payloads import ReviewSession, RunTurn
+from shared.queue.names import RESUME_TURN, REVIEW_SESSION, RUN_TURN
+from shared.queue.payloads import ResumeTurn, ReviewSession, RunTurn
 from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
 from services.worker.agent.outcome import TRANSIENT_ERRORS
@@ -42,6 +42,18 @@ def run_turn(self, **kwargs) -> int:
         payload = RunTurn(**kwargs)
     except ValidationError as exc:
         log.error("run_turn dropped a malformed payload: %s", exc.errors(include_url=False))
+        return 0
+    return drain_session(get_runtime(), payload.session_id)
+
+
+@app.task(name=RESUME_TURN, bind=True, autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, retry_backoff_max=60,
+          retry_jitter=True, max_retries=MAX_RETRIES)
+def resume_turn(self, **kwargs) -> int:
+    """Continue a turn whose approval was decided: it is the session's next turn, so draining the session runs it."""
+    try:
+        payload = ResumeTurn(**kwargs)
+    except ValidationError as exc:
+        log.error("resume_turn dropped a malformed payload: %s", exc.errors(include_url=False))
         return 0
     return drain_session(get_runtime(), payload.session_id)
 

@@ -46,6 +46,7 @@ class Turn(SQLModel, table=True):
     idempotency_key: str | None = Field(default=None, max_length=255)
     request_hash: str | None = Field(default=None, max_length=64)
     cancel_requested: bool = Field(default=False, nullable=False)
+    interactive: bool = Field(default=True, nullable=False)  # False: nobody can answer an approval question
     attempts: int = Field(default=0, nullable=False)
     worker_id: str | None = Field(default=None, max_length=128)
     created_at: datetime = created_at_field()

@@ -1,6 +1,7 @@
 """Task names and their queues: the api and the beat enqueue by name, never by importing workers."""
 
 RUN_TURN = "run_turn"
+RESUME_TURN = "resume_turn"
 REVIEW_SESSION = "review_session"
 SWEEP_TURNS = "sweep_turns"
 CHECK_CURATION = "check_curation"
@@ -14,6 +15,7 @@ QUEUES = (QUEUE_TURNS, QUEUE_REVIEW, QUEUE_CURATOR)
 
 ROUTES = {
     RUN_TURN: {"queue": QUEUE_TURNS},
+    RESUME_TURN: {"queue": QUEUE_TURNS},
     REVIEW_SESSION: {"queue": QUEUE_REVIEW},
     SWEEP_TURNS: {"queue": QUEUE_CURATOR},
     CHECK_CURATION: {"queue": QUEUE_CURATOR},

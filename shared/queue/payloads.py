@@ -14,6 +14,16 @@ class RunTurn(BaseModel):
     session_id: str
 
 
+class ResumeTurn(BaseModel):
+    """Continue a parked turn from the tool call its approval decided, then drain its session."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn_id: str
+    session_id: str
+    approval_id: str
+
+
 class ReviewSession(BaseModel):
     """Run the session's due background reviews, one at a time, starting with this one."""
 

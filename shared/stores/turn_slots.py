@@ -1,7 +1,8 @@
 """Per-user fairness: at most MAX_RUNNING_TURNS_PER_USER turns of one user are sent or running.
 
-A turn holds one of its user's slots while it runs (or awaits an approval) and while it is queued
-with `enqueued_at` set, i.e. its task is on the broker. The user's other queued turns wait in the
+A turn holds one of its user's slots while it runs and while it is queued with `enqueued_at` set,
+i.e. its task is on the broker. A turn parked for an approval holds no slot (no worker runs it), but
+its session stays busy: its later turns wait until it resumes and finishes. The user's other queued turns wait in the
 database; whenever a slot frees, the oldest waiting turns are sent, one per idle session, so a
 burst of one user queues behind that user's own work and never fills the shared queue. Every
 decision holds the user's row lock (Postgres; SQLite's write transaction is already exclusive), so
@@ -21,7 +22,8 @@ from shared.models.sessions import ChatSession
 from shared.models.turns import Turn, TurnStatus
 from shared.models.users import User
 
-ACTIVE = (TurnStatus.running.value, TurnStatus.awaiting_approval.value)
+RUNNING = TurnStatus.running.value
+PARKED = TurnStatus.awaiting_approval.value
 QUEUED = TurnStatus.queued.value
 SCAN_SESSIONS = 200
 
@@ -37,16 +39,21 @@ def lock_user(s: Session, user_id: str) -> None:
 
 
 def holding(s: Session, user_id: str) -> list[str]:
-    """The session id of every turn of the user that holds a slot (sent, running or awaiting approval)."""
+    """The session id of every turn of the user that holds a slot (sent or running; a parked turn holds none)."""
     sent = and_(Turn.status == QUEUED, Turn.enqueued_at.is_not(None))
-    return list(s.exec(select(Turn.session_id).where(Turn.user_id == user_id, or_(Turn.status.in_(ACTIVE), sent))))
+    return list(s.exec(select(Turn.session_id).where(Turn.user_id == user_id, or_(Turn.status == RUNNING, sent))))
+
+
+def parked(s: Session, user_id: str) -> set[str]:
+    """Sessions of the user whose turn awaits an approval: busy, though they hold no slot."""
+    return set(s.exec(select(Turn.session_id).where(Turn.user_id == user_id, Turn.status == PARKED)))
 
 
 def running_elsewhere(s: Session, user_id: str, session_id: str, fresh_after: datetime) -> int:
     """Turns of the user running with a live lease in other sessions."""
     return s.exec(
         select(func.count()).select_from(Turn).where(
-            Turn.user_id == user_id, Turn.session_id != session_id, Turn.status.in_(ACTIVE),
+            Turn.user_id == user_id, Turn.session_id != session_id, Turn.status == RUNNING,
             Turn.heartbeat_at >= fresh_after)
     ).one()
 
@@ -58,7 +65,7 @@ def take_slots(s: Session, user_id: str, max_running: int) -> list[Turn]:
     free = max_running - len(held) if max_running > 0 else None
     if free is not None and free <= 0:
         return []
-    busy = set(held)
+    busy = set(held) | parked(s, user_id)
     heads = s.exec(
         select(Turn.session_id, func.min(Turn.seq))
         .where(Turn.user_id == user_id, Turn.status == QUEUED, Turn.enqueued_at.is_(None))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, update
+from sqlalchemy import and_, func, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -19,6 +19,7 @@ from shared.clock import utcnow
 from shared.db import Database
 from shared.errors import IdempotencyConflict, InvalidState, NotFound
 from shared.ids import new_id
+from shared.models.approvals import Approval, ApprovalStatus
 from shared.models.sessions import ChatSession
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.stores.sessions import add_turn_messages
@@ -35,10 +36,11 @@ def create_turn(
     *,
     idempotency_key: str | None = None,
     request_hash: str | None = None,
+    interactive: bool = True,
 ) -> tuple[Turn, bool]:
     """Commit a queued turn (or return the one this Idempotency-Key made); True when new. Nothing is sent."""
     turn, created, _ = accept_turn(db, user_id, session_id, text, idempotency_key=idempotency_key,
-                                   request_hash=request_hash)
+                                   request_hash=request_hash, interactive=interactive)
     return turn, created
 
 
@@ -51,8 +53,13 @@ def accept_turn(
     idempotency_key: str | None = None,
     request_hash: str | None = None,
     max_running: int | None = None,
+    interactive: bool = True,
 ) -> tuple[Turn, bool, list[Turn]]:
-    """create_turn, plus (with `max_running`) the user's turns its free slots send now, in the same transaction."""
+    """create_turn, plus (with `max_running`) the user's turns its free slots send now, in the same transaction.
+
+    `interactive=False` (the OpenAI-compatible route): nobody can be asked, so the approval gate refuses
+    what would need a human instead of parking the turn.
+    """
     try:
         with db.write() as s:
             if idempotency_key:
@@ -68,6 +75,7 @@ def accept_turn(
                 input=text,
                 idempotency_key=idempotency_key,
                 request_hash=request_hash,
+                interactive=interactive,
             )
             s.add(turn)
             s.flush()
@@ -235,13 +243,23 @@ def request_cancel(db: Database, user_id: str, turn_id: str) -> Turn:
         if turn.status in {t.value for t in TERMINAL_STATUSES}:
             raise InvalidState(f"The turn is already {turn.status}.", code="turn_finished")
         turn.cancel_requested = True
-        if turn.status == TurnStatus.queued.value:
+        if turn.status == TurnStatus.awaiting_approval.value:
+            _cancel_parked(s, turn)  # no worker holds it: it ends here, its question denied
+        elif turn.status == TurnStatus.queued.value:
             turn.status = TurnStatus.cancelled.value
             turn.finished_at = utcnow()
             turn.error_code = "cancelled"
             turn.error_message = "Cancelled before it started."
         s.add(turn)
         return turn
+
+
+def _cancel_parked(s: Session, turn: Turn) -> None:
+    now = utcnow()
+    s.execute(update(Approval).where(Approval.turn_id == turn.id, Approval.status == ApprovalStatus.pending.value)
+              .values(status=ApprovalStatus.denied.value, decided_by="cancel", decided_at=now))
+    turn.status, turn.finished_at = TurnStatus.cancelled.value, now
+    turn.error_code, turn.error_message = "cancelled", "Cancelled while waiting for an approval."
 
 
 def release_turn(db: Database, turn_id: str, worker_id: str) -> Turn | None:
@@ -277,7 +295,10 @@ def turns_to_resend(db: Database, *, requeue_after: float, lease_seconds: float,
     stale = now - timedelta(seconds=requeue_after)
     dead = now - timedelta(seconds=lease_seconds)
     busy_sessions = (
-        select(Turn.session_id).where(Turn.status.in_(ACTIVE), Turn.heartbeat_at >= dead).scalar_subquery()
+        select(Turn.session_id)
+        .where(or_(Turn.status == TurnStatus.awaiting_approval.value,
+                   and_(Turn.status.in_(ACTIVE), Turn.heartbeat_at >= dead)))
+        .scalar_subquery()
     )
     with db.write() as s:
         lost = s.exec(

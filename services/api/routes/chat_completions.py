@@ -76,7 +76,7 @@ def _start_turn(
             sessions.append_messages(db, row.id, body.history)
         session_id = row.id
     return accept_turn(db, enqueue, settings, user_id=user_id, session_id=session_id, text=text,
-                       idempotency_key=idempotency_key, body_hash=digest)
+                       idempotency_key=idempotency_key, body_hash=digest, interactive=False)
 
 
 def _failure(event: Event) -> tuple[str, str]:

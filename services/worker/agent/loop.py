@@ -4,6 +4,10 @@ Every message is stored as it happens, keyed by (turn_id, turn_position), so a t
 dead worker left half done resumes from the transcript without duplicating anything and
 without re-running a tool whose effect is unknown. The same holds for a turn a stopping worker
 hands back before its next model call (services/worker/shutdown.py).
+
+A command that needs a human's approval parks the turn (status `awaiting_approval`, no worker held);
+once decided, the turn is queued again and the next attempt continues from the parked tool call
+with the decision (`resume_parked`), then carries on as usual.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from shared.llm import Cancelled, Completion, ToolCall
 from shared.logs import session_id_var, turn_id_var
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn, TurnStatus
-from shared.stores import sessions, turns
+from shared.stores import approvals, sessions, turns
+from services.worker.approval.checkpoint import Parked, TurnGate
+from services.worker.approval.guardian_call import model_guardian
 from services.worker.agent import compress
 from services.worker.agent.budget import BUDGET_NOTICE, BUDGET_NOTICE_NAME, IterationBudget
 from services.worker.agent.context import TurnContext, after_turn, user_message_for_model
@@ -68,6 +74,7 @@ class TurnRun:
             "prompt_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0, "iterations": 0,
             "model": runtime.llm.model,
         }
+        self.usage.update({k: v for k, v in (turn.usage or {}).items() if k in self.usage})  # before a park
 
     def run(self) -> None:
         self.events.emit("turn.started", {"attempt": self.turn.attempts})
@@ -75,6 +82,9 @@ class TurnRun:
             outcome = self.outcome()
         except Released:
             self.release()
+            return
+        except Parked as parked:
+            self.park(parked)
             return
         self.finish(outcome)
 
@@ -92,7 +102,7 @@ class TurnRun:
         except ModelError as err:
             log.warning("turn failed: %s (%s)", err.message, err.code)
             return Outcome(TurnStatus.failed, error_code=err.code, error_message=err.message)
-        except Released:
+        except (Released, Parked):
             raise
         except Cancelled:
             if self.rt.shutdown.requested and not self.cancelled():
@@ -142,14 +152,54 @@ class TurnRun:
         mine = [m for m in stored if m.turn_id == self.turn.id]
         self.position = max(m.turn_position for m in mine) + 1
         self.add_turn_context(mine[0])
-        self.messages = compress.working_history(self.rt.db, self.turn.session_id, stored)
         open_calls = unanswered_calls(mine)
+        if open_calls and self.resume_parked(open_calls):
+            stored = self.rt.transcripts.load(self.rt.db, self.turn.session_id)
+            mine, open_calls = [m for m in stored if m.turn_id == self.turn.id], []
+        self.messages = compress.working_history(self.rt.db, self.turn.session_id, stored)
         if open_calls:
             log.warning("resuming turn: %d tool call(s) of the stopped worker have unknown effects", len(open_calls))
             rows = [{"role": "tool", "content": interrupted_result(call_name(c)), "tool_call_id": c["id"],
                      "name": call_name(c)} for c in open_calls]
             mine += self.store(rows)  # the working history already holds the same results
         return mine
+
+    def resume_parked(self, open_calls: list[dict[str, Any]]) -> bool:
+        """Continue the batch from the call the turn parked on, with its decision; False when it did not park.
+
+        The decision is taken once: an attempt that dies while running an approved command leaves it
+        answered as interrupted for the next, never run twice.
+        """
+        first = open_calls[0]
+        answer = approvals.answer_for(self.rt.db, self.turn.id, first["id"])
+        if answer is None or not approvals.take(self.rt.db, answer.id):
+            return False
+        log.info("resuming parked turn: approval %s was %s", answer.id, answer.status)
+        calls = [ToolCall(c["id"], call_name(c), (c.get("function") or {}).get("arguments") or "") for c in open_calls]
+        self.messages = []
+        ToolBatch(self.rt.tools, self.tool_context(), self.cancelled, self.gate({first["id"]: answer})).run(
+            calls, self.on_tool_result)
+        return True
+
+    def gate(self, answers: dict | None = None) -> TurnGate:
+        """The approval gate of this turn; the guardian is asked only in smart mode."""
+        guardian = model_guardian(self.rt.settings, self.rt.redis) if self.rt.settings.approval_mode == "smart" else None
+        return TurnGate(self.rt.settings, self.rt.db, self.turn, guardian, answers)
+
+    def tool_context(self) -> ToolContext:
+        return ToolContext(user_id=self.turn.user_id, session_id=self.turn.session_id, turn_id=self.turn.id,
+                           settings=self.rt.settings, cancelled=self.cancelled)
+
+    def park(self, parked: Parked) -> None:
+        """Commit the question and leave the turn parked; its worker goes on with other work."""
+        row = approvals.park(self.rt.db, parked.verdict, self.rt.worker_id, self.rt.settings.approval_timeout_seconds,
+                             usage=self.usage)
+        if row is None:
+            log.warning("turn finished elsewhere: this worker lost its lease")
+            return
+        log.info("turn parked: approval %s awaits a decision", row.id)
+        self.events.emit("approval.requested", {"approval_id": row.id, "command": row.command, "reason": row.reason,
+                                                "expires_at": row.expires_at.isoformat()})
 
     def add_turn_context(self, user_message: Message) -> None:
         """Fix, once, what the model is sent for this turn's user message (the text plus context blocks)."""
@@ -217,9 +267,7 @@ class TurnRun:
         """Execute one batch; results are stored and announced in call order."""
         for call in calls:
             self.events.emit("tool.started", {"id": call.id, "name": call.name, "arguments": call.arguments})
-        ctx = ToolContext(user_id=self.turn.user_id, session_id=self.turn.session_id, turn_id=self.turn.id,
-                          settings=self.rt.settings, cancelled=self.cancelled)
-        ToolBatch(self.rt.tools, ctx, self.cancelled).run(calls, self.on_tool_result)
+        ToolBatch(self.rt.tools, self.tool_context(), self.cancelled, self.gate()).run(calls, self.on_tool_result)
 
     def on_tool_result(self, result: CallResult) -> None:
         self.append([{"role": "tool", "content": result.content, "tool_call_id": result.id, "name": result.name}])

@@ -7,6 +7,11 @@ barrier that runs alone, and a later call never starts before an earlier barrier
 Results come back in call order with exactly one result per call id, whatever order the work
 finished in.
 
+A call whose tool names an `approval_command` is a barrier too, and the approval gate judges its
+command first (services/worker/approval/checkpoint.py): run, refuse (the model reads the refusal, the
+handler never runs), or ask, which raises `Parked` once every result before the call is handed out.
+Without a gate the batch is unattended: nothing is ever asked, what would need a human is refused.
+
 Every call runs on its own daemon thread while the turn's thread waits, polling the cancel flag:
 a cancelled turn, or a call past TOOL_TIMEOUT_SECONDS, stops waiting and answers for the call.
 A tool that never returns is abandoned, not joined; its `ctx.cancelled()` turns true so a
@@ -28,6 +33,7 @@ from typing import Any, Callable
 
 from shared.errors import HermesError
 from shared.llm import ToolCall
+from services.worker.approval.checkpoint import CommandGate, Parked, UnattendedGate
 from services.worker.tools.registry import Tool, ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -125,7 +131,7 @@ def plan_segments(calls: list[PreparedCall], root: Path | None = None) -> list[t
 def _concurrency(prepared: PreparedCall, root: Path | None) -> tuple[str, str | None]:
     """("barrier", None), ("path", canonical path) or ("free", None) for one call."""
     tool, args = prepared.tool, prepared.args
-    if tool is None or args is None or tool.exclusive:
+    if tool is None or args is None or tool.exclusive or tool.approval_command is not None:
         return "barrier", None
     if tool.path_arg is not None:
         value = args.get(tool.path_arg)
@@ -149,10 +155,12 @@ def _overlaps(a: str, b: str) -> bool:
 class ToolBatch:
     """Executes one batch of calls for one turn."""
 
-    def __init__(self, registry: ToolRegistry, ctx: ToolContext, cancelled: Callable[[], bool]) -> None:
+    def __init__(self, registry: ToolRegistry, ctx: ToolContext, cancelled: Callable[[], bool],
+                 gate: CommandGate | None = None) -> None:
         self.registry = registry
         self.ctx = ctx
         self.cancelled = cancelled
+        self.gate = gate if gate is not None else UnattendedGate(ctx.settings)
 
     def run(self, calls: list[ToolCall], on_result: Callable[[CallResult], None]) -> list[CallResult]:
         """Run the calls; `on_result` sees each result in call order as soon as it and all before it are known."""
@@ -179,10 +187,29 @@ class ToolBatch:
                 outcomes.update(self._parallel(segment))
             else:
                 for p in segment:
-                    outcomes[p.key] = self._skipped(p) if self.cancelled() else self._run_one(p)
+                    outcomes[p.key] = self._skipped(p) if self.cancelled() else self._gated(p, flush)
                     flush()
             flush()
         return emitted
+
+    def _gated(self, p: PreparedCall, flush: Callable[[], None]) -> tuple[str, bool]:
+        """Run the call, unless the approval gate refuses its command or parks the turn on it."""
+        if p.tool is None or p.tool.approval_command is None or p.args is None:
+            return self._run_one(p)
+        try:
+            p.tool.check_arguments(p.args)
+        except HermesError as exc:
+            return error_content(exc.message), False
+        command = p.tool.approval_command(p.args)
+        if not isinstance(command, str) or not command.strip():
+            return error_content(f"{p.call.name}: there is no command to run."), False
+        check = self.gate.check(p.call.id, p.call.name, command)
+        if check.action == "run":
+            return self._run_one(p)
+        if check.action == "refuse":
+            return check.refusal or error_content("The command was refused."), False
+        flush()  # every result before the parked call is handed out (and stored) first
+        raise Parked(check.verdict)
 
     def _parallel(self, segment: list[PreparedCall]) -> dict[str, tuple[str, bool]]:
         outcomes: dict[str, tuple[str, bool]] = {}

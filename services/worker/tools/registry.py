@@ -53,6 +53,8 @@ class Tool:
     `read_only` tools run in parallel with each other; a tool with `path_arg` touches the one path
     that argument names and runs in parallel with calls whose paths do not overlap its own;
     an `exclusive` tool (a shell) always runs alone; any other tool is a barrier that runs alone too.
+    A tool with `approval_command` passes the approval gate before its handler runs (agent/toolcalls.py),
+    so its handler never checks approvals itself; such a call always runs alone.
     """
 
     name: str
@@ -64,6 +66,8 @@ class Tool:
     exclusive: bool = False
     toolset: str = "core"
     guidance: tuple[str, ...] = ()  # sentences for the system prompt; shared ones are said once
+    # the shell command this call would run, for the approval gate
+    approval_command: Callable[[dict[str, Any]], str | None] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool schema."""

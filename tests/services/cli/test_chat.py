@@ -79,3 +79,32 @@ def test_a_refused_line_is_reported_and_the_next_one_still_runs(chat, model):
     lines = out.splitlines()
     assert lines[0].startswith("error: ") and "HTTP 413" in lines[0]
     assert lines[1:] == ["You said: after the big one"]
+
+
+@pytest.fixture
+def gated(model):
+    """The in-process worker's tools gain the gated test tool for one test; the guardian is unsure."""
+    from services.worker.tools.registry import REGISTRY
+    from tests.services.worker.gated import GUARDIAN_MARKER, gated_tool
+
+    ran: list[str] = []
+    REGISTRY.register(gated_tool(ran))
+    model.on(GUARDIAN_MARKER, *[text("uncertain")] * 5)
+    yield ran
+    REGISTRY._tools.pop("shell")
+
+
+@pytest.mark.parametrize("key, verdict, runs", [("y", "approved once", True), ("s", "approved for this session", True),
+                                                ("n", "denied", False)])
+def test_an_approval_request_is_shown_inline_and_answered_with_a_key(chat, model, gated, key, verdict, runs):
+    model.on("clean the build", tool_call([("shell", {"command": "rm -r build-tmp"})]), text("Done here."))
+
+    code, out, _ = chat("clean the build", "maybe", key)
+
+    assert code == 0
+    lines = out.splitlines()
+    assert "  ⚠ approval needed: rm -r build-tmp" in lines[1]
+    assert lines[3:6] == ["  approve? [y] once  [s] for this session  [n] deny › maybe",
+                          f"  approve? [y] once  [s] for this session  [n] deny › {key}", f"    {verdict}"]
+    assert lines[-1] == "Done here."
+    assert gated == (["rm -r build-tmp"] if runs else [])
