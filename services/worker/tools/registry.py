@@ -64,6 +64,8 @@ class Tool:
     exclusive: bool = False
     toolset: str = "core"
     guidance: tuple[str, ...] = ()  # sentences for the system prompt; shared ones are said once
+    # The shell command this call would run, for the approval gate.
+    approval_command: Callable[[dict[str, Any]], str | None] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool schema."""
