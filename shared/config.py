@@ -54,6 +54,7 @@ class Settings(BaseSettings):
     terminal_sandbox_uid: int = Field(65534, ge=1, alias="TERMINAL_SANDBOX_UID")
     terminal_max_background: int = Field(4, ge=0, alias="TERMINAL_MAX_BACKGROUND")
     terminal_background_lifetime_seconds: float = Field(3600.0, gt=0, alias="TERMINAL_BACKGROUND_LIFETIME_SECONDS")
+    terminal_max_timeout_seconds: float = Field(600.0, gt=0, alias="TERMINAL_MAX_TIMEOUT_SECONDS")
 
     max_iterations: int = Field(90, alias="AGENT_MAX_ITERATIONS")
     tool_timeout_seconds: float = Field(120.0, gt=0, alias="TOOL_TIMEOUT_SECONDS")

@@ -187,6 +187,18 @@ def test_every_setting_is_documented_in_env_example():
     assert [n for n in names if not documented(n)] == []
 
 
+def test_only_the_worker_gets_what_bubblewrap_needs_and_no_capability():
+    """The terminal's sandbox needs namespaces and a fresh /proc inside the worker's container."""
+    needs = {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"}
+    assert needs <= set(SERVICES["worker"].get("security_opt", []))
+    relaxed = [name for name, s in SERVICES.items() if name != "worker" and s.get("security_opt")]
+    assert relaxed == []
+    assert all("cap_add" not in s and not s.get("privileged") for s in SERVICES.values())
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"apt-get install[^\n]*bubblewrap", dockerfile)
+    assert "TERMINAL_SANDBOX" not in COMPOSE["x-env"]  # the default, bwrap, holds in containers
+
+
 def test_the_dockerfile_copies_what_exists_and_runs_unprivileged():
     lines = [line.split() for line in (ROOT / "Dockerfile").read_text().splitlines() if line.strip()]
     copies = [words[1:-1] for words in lines if words[0] == "COPY"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 import time
@@ -61,6 +62,16 @@ def ensure_gateway_key(console: Console) -> None:
     path = dotenv_path()
     append_env_line(path, "GATEWAY_API_KEY", new_api_key())
     console.say(f"Generated the gateway's own key and saved it as GATEWAY_API_KEY in {path} (mode 0600).")
+
+
+def check_sandbox(settings: Settings, console: Console) -> bool:
+    """Say how to install bubblewrap when the terminal needs it and it is missing; the stack still starts."""
+    if settings.terminal_sandbox != "bwrap" or shutil.which("bwrap"):
+        return True
+    console.say("warning: TERMINAL_SANDBOX=bwrap but bubblewrap (bwrap) is not installed, so the terminal tool "
+                "will refuse every command until it is: sudo apt-get install bubblewrap (Debian/Ubuntu), "
+                "sudo dnf install bubblewrap (Fedora); or TERMINAL_SANDBOX=none on a single-user box only.")
+    return False
 
 
 def migrate(settings: Settings) -> None:
@@ -139,6 +150,7 @@ class Supervisor:
         data_dir = settings.data_dir.resolve()
         data_dir.mkdir(parents=True, exist_ok=True)
         self.logs_dir = data_dir / "logs"
+        check_sandbox(settings, self.console)
         migrate(settings)
         self.console.say(f"database {make_url_safe(settings.sqlalchemy_url)} is migrated; "
                          f"service logs in {self.logs_dir} (hstack logs SERVICE)")

@@ -19,6 +19,7 @@ from shared.redis import get_redis
 import services.worker.features  # noqa: F401  (registers every feature)
 from services.worker.agent.transcripts import TranscriptCache
 from services.worker.leases import LeaseKeeper
+from services.worker.sandbox import stop_background
 from services.worker.shutdown import Shutdown
 from services.worker.tools.registry import REGISTRY, ToolRegistry  # importing the package registers tools
 
@@ -76,6 +77,7 @@ def current_runtime() -> Runtime | None:
 
 
 def stop_runtime() -> None:
-    """Stop the process runtime's lease keeper, if the runtime was ever built."""
+    """Stop the process runtime's lease keeper (if it was ever built) and its background processes."""
     if _runtime is not None:
         _runtime.leases.stop()
+    stop_background()  # background processes belong to this worker process and end with it

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import select
+from sqlmodel import func, select
 
 from shared.clock import utcnow
 from shared.db import Database
@@ -93,3 +93,9 @@ def authenticate(db: Database, plaintext: str) -> User | None:
             .where(ApiKey.key_hash == hash_key(plaintext), ApiKey.revoked_at.is_(None))
         ).first()
     return row
+
+
+def count_users(db: Database) -> int:
+    """How many users this server has (the unsandboxed terminal serves one only)."""
+    with db.read() as s:
+        return s.exec(select(func.count()).select_from(User)).one()

@@ -2,6 +2,8 @@
 
 The table lives in memory: a process belongs to the worker that spawned it and dies with it
 (bwrap's --die-with-parent), so a restart loses the table and the processes together.
+--die-with-parent watches the *thread* that forked bwrap, and a tool call's thread ends with the
+call; so every background process is forked by the table's one long-lived spawner thread.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import secrets
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +25,7 @@ from .runner import exit_status, kill_group
 
 LOG_PAGE_CHARS = 50_000
 REAP_EVERY_SECONDS = 5.0
+WAIT_POLL_SECONDS = 0.2  # a wait looks at its turn's cancel flag this often
 
 
 class ProcessNotFound(NotFound):
@@ -69,13 +73,15 @@ class ProcessTable:
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
         self._reaper: threading.Thread | None = None
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
 
     @classmethod
     def from_settings(cls, settings) -> ProcessTable:
         return cls(max_per_user=settings.terminal_max_background,
                    lifetime_seconds=settings.terminal_background_lifetime_seconds)
 
-    def start(self, user_id: str, session_id: str | None, command: str, *, workspace: Path, sandbox: Sandbox) -> dict:
+    def start(self, user_id: str, session_id: str | None, command: str, *, workspace: Path, sandbox: Sandbox,
+              workdir: str = "") -> dict:
         """Launch the command with its output going to a log in the workspace; returns its view."""
         workspace = Path(workspace)
         with self._lock:
@@ -86,7 +92,8 @@ class ProcessTable:
             proc_id = f"proc_{secrets.token_hex(6)}"
             fd, log_path = open_in_workspace(workspace, f"{proc_id}.log")
             try:
-                proc = launch(command, workspace=workspace, sandbox=sandbox, stdout=fd)
+                proc = self._spawner.submit(launch, command, workspace=workspace, sandbox=sandbox, stdout=fd,
+                                            workdir=workdir).result()
             finally:
                 os.close(fd)
             now = self.clock()
@@ -112,13 +119,16 @@ class ProcessTable:
         view.update(offset=offset, output=self._read(entry, offset, min(limit, LOG_PAGE_CHARS)))
         return view
 
-    def wait(self, user_id: str, proc_id: str, timeout: float) -> dict:
-        """Wait up to `timeout` seconds for the process to end; its view either way."""
+    def wait(self, user_id: str, proc_id: str, timeout: float, cancelled=lambda: False) -> dict:
+        """Wait up to `timeout` seconds for the process to end (less when `cancelled()` turns true); its view."""
         entry = self._get(user_id, proc_id)
-        try:
-            entry.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
+        deadline = time.monotonic() + timeout
+        while not cancelled() and (left := deadline - time.monotonic()) > 0:
+            try:
+                entry.proc.wait(timeout=min(left, WAIT_POLL_SECONDS))
+                break
+            except subprocess.TimeoutExpired:
+                pass
         return self.poll(user_id, proc_id)
 
     def kill(self, user_id: str, proc_id: str, because: str = "killed on request") -> dict:
@@ -131,6 +141,14 @@ class ProcessTable:
         with self._lock:
             victims = [e for e in self._entries.values() if e.user_id == user_id
                        and (session_id is None or e.session_id == session_id) and e.proc.poll() is None]
+        for entry in victims:
+            self._kill(entry, because)
+        return len(victims)
+
+    def kill_everything(self, because: str = "the worker process stopped") -> int:
+        """Kill every running process of every user (worker shutdown); how many were running."""
+        with self._lock:
+            victims = [e for e in self._entries.values() if e.proc.poll() is None]
         for entry in victims:
             self._kill(entry, because)
         return len(victims)
@@ -189,3 +207,23 @@ class ProcessTable:
                 if not self._entries:
                     self._reaper = None
                     return
+
+
+_table: ProcessTable | None = None
+_table_lock = threading.Lock()
+
+
+def process_table(settings) -> ProcessTable:
+    """The worker process's one table of background processes, built from the first settings that ask."""
+    global _table
+    with _table_lock:
+        if _table is None:
+            _table = ProcessTable.from_settings(settings)
+        return _table
+
+
+def stop_background(because: str = "the worker process stopped") -> int:
+    """Kill every background process this worker process started (its shutdown); how many were running."""
+    with _table_lock:
+        table = _table
+    return table.kill_everything(because) if table is not None else 0

@@ -122,8 +122,8 @@ def _masks(hidden: tuple[str, ...]) -> list[str]:
     return args
 
 
-def bwrap_argv(sandbox: Sandbox, workspace_fd: int, command: str) -> list[str]:
-    """The full bwrap command line running `bash -c command` in the user's workspace."""
+def bwrap_argv(sandbox: Sandbox, workspace_fd: int, command: str, workdir: str = "") -> list[str]:
+    """The full bwrap command line running `bash -c command` in the user's workspace (`workdir` inside it)."""
     tmp_bytes = sandbox.limits.max_file_mb * 1024 * 1024
     argv = [bwrap_path(), "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
@@ -132,10 +132,15 @@ def bwrap_argv(sandbox: Sandbox, workspace_fd: int, command: str) -> list[str]:
     argv += _system_binds()
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     argv += _masks(sandbox.hidden)
-    argv += ["--bind-fd", str(workspace_fd), MOUNT_POINT, "--remount-ro", "/", "--chdir", MOUNT_POINT]
+    argv += ["--bind-fd", str(workspace_fd), MOUNT_POINT, "--remount-ro", "/", "--chdir", in_mount(workdir)]
     # The process limit is set inside the new user namespace, so it counts this sandbox only.
     prologue = f'ulimit -u {sandbox.limits.max_processes} || exit 126; exec /bin/bash -c "$1"'
     return argv + ["--", "/bin/bash", "-c", prologue, "sandbox", command]
+
+
+def in_mount(workdir: str) -> str:
+    """Where a workspace-relative folder appears inside the sandbox."""
+    return MOUNT_POINT + ("/" + workdir.strip("/") if workdir.strip("/") else "")
 
 
 @functools.lru_cache(maxsize=8)
@@ -167,8 +172,9 @@ def check(sandbox: Sandbox) -> None:
             "security_opt seccomp=unconfined and apparmor=unconfined (docker-compose.yml).")
 
 
-def launch(command: str, *, workspace: Path, sandbox: Sandbox, stdout, stderr=subprocess.STDOUT) -> subprocess.Popen:
-    """Start the command in its own process group; the caller reads or redirects stdout."""
+def launch(command: str, *, workspace: Path, sandbox: Sandbox, stdout, stderr=subprocess.STDOUT,
+           workdir: str = "") -> subprocess.Popen:
+    """Start the command in its own process group, in `workdir` (workspace-relative, already checked)."""
     workspace = Path(workspace)
     uid = run_as(sandbox)
     if uid is not None:
@@ -180,13 +186,13 @@ def launch(command: str, *, workspace: Path, sandbox: Sandbox, stdout, stderr=su
         # Without a user namespace the count would include the worker's own threads; only a
         # dropped uid (root worker) makes the limit both effective and harmless.
         preexec = sandbox.limits.preexec(nproc=uid is not None)
-        return subprocess.Popen(["/bin/bash", "-c", command], cwd=workspace, env=env, preexec_fn=preexec, **common)
+        return subprocess.Popen(["/bin/bash", "-c", command], cwd=workspace / workdir, env=env, preexec_fn=preexec, **common)
     check(sandbox)
     if uid is not None:
         check_reachable(workspace, uid)
     fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        argv = bwrap_argv(sandbox, fd, command)
+        argv = bwrap_argv(sandbox, fd, command, workdir)
         return subprocess.Popen(argv, env=clean_env(MOUNT_POINT, sandbox.env_passthrough), pass_fds=(fd,),
                                 preexec_fn=sandbox.limits.preexec(nproc=False), **common)
     finally:

@@ -9,6 +9,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .launcher import Sandbox, launch
 from .limits import Limits
@@ -16,6 +17,7 @@ from .output import OUTPUT_CHARS, Capture
 
 READ_BYTES = 64 * 1024
 DRAIN_SECONDS = 2.0
+CANCEL_POLL_SECONDS = 0.1  # how often a running command looks at its turn's cancel flag
 
 
 @dataclass(frozen=True)
@@ -27,11 +29,14 @@ class Result:
     timed_out: bool
     truncated: bool
     full_output_path: str | None
+    cancelled: bool = False
 
     def text(self, timeout: float | None = None) -> str:
         """The result as the model reads it: output, then what happened."""
         lines = [self.output.rstrip("\n")] if self.output else []
-        if self.timed_out:
+        if self.cancelled:
+            lines.append("[cancelled: the turn was cancelled, so the command and all its processes were killed]")
+        elif self.timed_out:
             lines.append(f"[timed out after {timeout:g} s: the command and all its processes were killed]"
                          if timeout else "[timed out: the command and all its processes were killed]")
         lines.append(f"[exit code: {self.exit_code}]")
@@ -53,46 +58,68 @@ def exit_status(returncode: int) -> int:
 
 def run(command: str, *, workspace: Path, timeout: float, limits: Limits | None = None,
         env_passthrough: tuple[str, ...] = (), network: bool = True, sandbox: Sandbox | None = None,
-        output_chars: int = OUTPUT_CHARS) -> Result:
-    """`bash -c command` in the user's workspace; raises SandboxUnavailable when bwrap cannot start."""
+        output_chars: int = OUTPUT_CHARS, workdir: str = "", cancelled: Callable[[], bool] | None = None) -> Result:
+    """`bash -c command` in the user's workspace (in `workdir` inside it); raises SandboxUnavailable when
+    bwrap cannot start. A true `cancelled()` kills the command as a timeout would."""
     if sandbox is None:
         sandbox = Sandbox(limits=limits or Limits(), env_passthrough=tuple(env_passthrough), network=network)
     workspace = Path(workspace)
     capture = Capture(workspace, limit=output_chars, max_file_bytes=sandbox.limits.max_file_mb * 1024 * 1024)
-    proc = launch(command, workspace=workspace, sandbox=sandbox, stdout=subprocess.PIPE)
+    proc = launch(command, workspace=workspace, sandbox=sandbox, stdout=subprocess.PIPE, workdir=workdir)
+    stop = Stop(time.monotonic() + timeout, cancelled or (lambda: False))
     try:
-        timed_out = _pump(proc, capture, time.monotonic() + timeout)
+        _pump(proc, capture, stop)
     finally:
         kill_group(proc)  # leftovers of a finished command (e.g. `sleep 99 &` in `none` mode) go too
         proc.stdout.close()
         proc.wait()
     output, truncated, path = capture.close()
-    return Result(output, exit_status(proc.returncode), timed_out, truncated, path)
+    return Result(output, exit_status(proc.returncode), stop.timed_out, truncated, path, stop.cancelled)
 
 
-def _pump(proc: subprocess.Popen, capture: Capture, deadline: float) -> bool:
-    """Copy output into the capture until the command ends; True when the deadline killed it."""
+class Stop:
+    """Why a command must stop early: its deadline passed or its turn was cancelled."""
+
+    def __init__(self, deadline: float, cancelled: Callable[[], bool]) -> None:
+        self.deadline, self._cancelled = deadline, cancelled
+        self.timed_out = self.cancelled = False
+
+    def due(self) -> bool:
+        if self._cancelled():
+            self.cancelled = True
+        elif time.monotonic() >= self.deadline:
+            self.timed_out = True
+        return self.timed_out or self.cancelled
+
+    def wait_for(self) -> float:
+        return max(0.0, min(self.deadline - time.monotonic(), CANCEL_POLL_SECONDS))
+
+
+def _pump(proc: subprocess.Popen, capture: Capture, stop: Stop) -> None:
+    """Copy output into the capture until the command ends, or kill it when `stop` says so."""
     fd = proc.stdout.fileno()
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if stop.due():
                 kill_group(proc)
                 _drain(fd, sel, capture)
-                return True
-            if not sel.select(min(remaining, 1.0)):
+                return
+            if not sel.select(stop.wait_for()):
                 continue
             chunk = os.read(fd, READ_BYTES)
             if not chunk:
                 break
             capture.feed(chunk)
-    try:
-        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        return True
-    return False
+    # The output closed; the command may still be running (it closed its stdout itself).
+    while proc.poll() is None:
+        if stop.due():
+            kill_group(proc)
+            return
+        try:
+            proc.wait(timeout=stop.wait_for() or CANCEL_POLL_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _drain(fd: int, sel: selectors.BaseSelector, capture: Capture) -> None:

@@ -66,7 +66,7 @@ class Tool:
     exclusive: bool = False
     toolset: str = "core"
     guidance: tuple[str, ...] = ()  # sentences for the system prompt; shared ones are said once
-    # the shell command this call would run, for the approval gate
+    # The shell command this call would run, for the approval gate.
     approval_command: Callable[[dict[str, Any]], str | None] | None = None
 
     def schema(self) -> dict[str, Any]:

@@ -10,7 +10,8 @@ import redis
 
 from services.cli.children import Console
 from services.cli.redis_embedded import EmbeddedRedis
-from services.cli.run import ensure_admin_key, ensure_gateway_key
+from services.cli import run as run_module
+from services.cli.run import check_sandbox, ensure_admin_key, ensure_gateway_key
 from shared.config import load_settings
 
 
@@ -71,3 +72,22 @@ def test_the_embedded_redis_keeps_queued_work_across_a_restart(tmp_data_dir):
         assert redis.Redis.from_url(second.start()).lrange("turns", 0, -1) == [b"a queued task"]
     finally:
         second.stop()
+
+
+def test_a_missing_bwrap_is_one_console_line_naming_the_install(monkeypatch):
+    settings = load_settings()
+    out = io.StringIO()
+    monkeypatch.setattr(run_module.shutil, "which", lambda name: None)
+
+    assert check_sandbox(settings.model_copy(update={"terminal_sandbox": "bwrap"}), Console(out)) is False
+    assert check_sandbox(settings.model_copy(update={"terminal_sandbox": "none"}), Console(out)) is True
+
+    assert out.getvalue().count("\n") == 1 and "apt-get install bubblewrap" in out.getvalue()
+
+
+def test_an_installed_bwrap_says_nothing(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(run_module.shutil, "which", lambda name: "/usr/bin/bwrap")
+
+    assert check_sandbox(load_settings().model_copy(update={"terminal_sandbox": "bwrap"}), Console(out)) is True
+    assert out.getvalue() == ""
