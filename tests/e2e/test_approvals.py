@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import signal
 
 import pytest
@@ -160,4 +163,33 @@ def test_fifty_parked_turns_hold_no_worker(stack, model):
 
         assert other["output"] == "unrelated answer"
         assert {c.get(f"/v1/turns/{t}").json()["status"] for t in parked} == {"awaiting_approval"}
+    worker.stop()
+
+
+@pytest.mark.skipif(not shutil.which("bwrap") and not os.environ.get("CI"), reason="apt-get install bubblewrap")
+def test_the_real_terminal_parks_a_dangerous_command_and_runs_it_in_the_sandbox_once_approved(stack, model):
+    """The issue's must-show with the real `terminal` tool (not the recording stand-in): in manual mode
+    `rm -r build-tmp` on a folder the test made parks the turn; approved over the api, it runs in the user's
+    sandbox, the folder is gone, and the turn completes with the command's output."""
+    stack.data_dir.chmod(0o711)  # the sandbox runs a root worker's commands as an unprivileged uid
+    worker = stack.start_worker(name="worker-terminal", APPROVAL_MODE="manual")
+    key = stack.create_user("e2e-terminal")
+    with stack.client(key) as c:
+        me = c.get("/v1/keys").raise_for_status().json()["data"][0]["user_id"]
+        build = stack.data_dir / "users" / me / "workspace" / "build-tmp"
+        build.mkdir(parents=True)
+        (build / "x.o").write_text("object")
+        model.on("tidy the build", tool_call([("terminal", {"command": "rm -r build-tmp && echo removed"})]),
+                 text("the build folder is gone"))
+        turn_id = start_turn(c, "tidy the build")
+        question = wait_parked(c, turn_id)
+        assert question["command"] == "rm -r build-tmp && echo removed" and build.exists()
+
+        c.post(f"/v1/approvals/{question['id']}", json={"decision": "approve", "scope": "once"}).raise_for_status()
+        turn = wait_for_turn(c, turn_id)
+        assert turn["status"] == "completed" and turn["output"] == "the build folder is gone"
+        assert not build.exists()
+        messages = c.get(f"/v1/sessions/{turn['session_id']}/messages").raise_for_status().json()["data"]
+        [result] = [m["content"] for m in messages if m["role"] == "tool"]
+        assert json.loads(result) == {"output": "removed\n", "exit_code": 0}
     worker.stop()

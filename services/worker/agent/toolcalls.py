@@ -223,7 +223,7 @@ class ToolBatch:
     def _run_group(self, group: list[PreparedCall]) -> dict[str, tuple[str, bool]]:
         """Start the calls together, each on its own thread, and wait for them."""
         woken = threading.Event()
-        calls = [RunningCall(p, self.ctx, self.ctx.settings.tool_timeout_seconds, woken) for p in group]
+        calls = [RunningCall(p, self.ctx, p.tool.seconds_allowed(self.ctx, p.args), woken) for p in group]
         for call in calls:
             call.start(self._execute)
         return self._wait(calls, woken)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from shared.config import Settings
-from shared.errors import InvalidInput
+from shared.errors import HermesError, InvalidInput
 from shared.security.paths import private_paths_hidden
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -68,6 +68,18 @@ class Tool:
     guidance: tuple[str, ...] = ()  # sentences for the system prompt; shared ones are said once
     # The shell command this call would run, for the approval gate.
     approval_command: Callable[[dict[str, Any]], str | None] | None = None
+    # Seconds this call may run before its turn gives up on it; None: TOOL_TIMEOUT_SECONDS. For tools whose
+    # arguments set their own time limit (terminal's `timeout`), so the batch never cuts them short.
+    deadline: Callable[["ToolContext", dict[str, Any]], float] | None = None
+
+    def seconds_allowed(self, ctx: "ToolContext", args: dict[str, Any]) -> float:
+        """How long the batch waits for this call."""
+        if self.deadline is None:
+            return ctx.settings.tool_timeout_seconds
+        try:
+            return self.deadline(ctx, args)
+        except HermesError:  # invalid arguments: the handler refuses them at once anyway
+            return ctx.settings.tool_timeout_seconds
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool schema."""

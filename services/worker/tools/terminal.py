@@ -18,7 +18,7 @@ from shared.security.paths import relative_name, resolve_inside
 from shared.stores import users
 
 DEFAULT_TIMEOUT = 180
-TOOL_DEADLINE_MARGIN = 1.0  # end the command before the batch gives up on the call
+TOOL_DEADLINE_MARGIN = 5.0  # the batch waits this long past a command's own timeout (kill and report)
 DEFAULT_WAIT = 30
 ACTIONS = ("list", "poll", "log", "wait", "kill")
 BACKGROUND_NOTE = (
@@ -68,16 +68,33 @@ def workdir_of(ctx: ToolContext, workdir: Any) -> str:
 def timeout_of(ctx: ToolContext, asked: Any) -> tuple[float, str | None]:
     """The timeout a command gets, and a note when it is less than the model asked for."""
     settings = ctx.settings
-    ceiling = min(settings.terminal_max_timeout_seconds,
-                  max(1.0, settings.tool_timeout_seconds - TOOL_DEADLINE_MARGIN))
+    ceiling = settings.terminal_max_timeout_seconds
     if asked is None:
         return min(DEFAULT_TIMEOUT, ceiling), None
     if isinstance(asked, bool) or not isinstance(asked, (int, float)) or asked <= 0:
         raise InvalidInput("terminal: timeout must be a positive number of seconds.")
     if asked > ceiling:
         return ceiling, (f"timeout lowered from {asked:g} s to {ceiling:g} s, the most this server allows "
-                         "(TERMINAL_MAX_TIMEOUT_SECONDS, TOOL_TIMEOUT_SECONDS); use background=true for longer jobs")
+                         "(TERMINAL_MAX_TIMEOUT_SECONDS); use background=true for longer jobs")
     return float(asked), None
+
+
+def wait_seconds(ctx: ToolContext, args: dict[str, Any]) -> float:
+    """How long process(action=wait) waits: what the model asked, at most TERMINAL_MAX_TIMEOUT_SECONDS."""
+    return max(0.0, min(float(_int(args.get("timeout"), DEFAULT_WAIT)), ctx.settings.terminal_max_timeout_seconds))
+
+
+def terminal_deadline(ctx: ToolContext, args: dict[str, Any]) -> float:
+    """The batch waits for a foreground command's own timeout, plus the time to kill it and report."""
+    if args.get("background"):
+        return ctx.settings.tool_timeout_seconds
+    return timeout_of(ctx, args.get("timeout"))[0] + TOOL_DEADLINE_MARGIN
+
+
+def process_deadline(ctx: ToolContext, args: dict[str, Any]) -> float:
+    if args.get("action") == "wait":
+        return wait_seconds(ctx, args) + TOOL_DEADLINE_MARGIN
+    return ctx.settings.tool_timeout_seconds
 
 
 def terminal(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
@@ -127,9 +144,7 @@ def process(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     if action == "log":
         return table.log(ctx.user_id, proc_id, offset=_int(args.get("offset"), 0), limit=_int(args.get("limit"), 50_000))
     if action == "wait":
-        ceiling = max(1.0, ctx.settings.tool_timeout_seconds - TOOL_DEADLINE_MARGIN)
-        seconds = min(float(_int(args.get("timeout"), DEFAULT_WAIT)), ceiling)
-        return table.wait(ctx.user_id, proc_id, max(0.0, seconds), cancelled=ctx.cancelled)
+        return table.wait(ctx.user_id, proc_id, wait_seconds(ctx, args), cancelled=ctx.cancelled)
     return table.kill(ctx.user_id, proc_id)
 
 
@@ -159,6 +174,7 @@ register(Tool(
     handler=terminal,
     exclusive=True,
     approval_command=lambda args: args.get("command"),
+    deadline=terminal_deadline,
     toolset="terminal",
     guidance=GUIDANCE,
 ))
@@ -176,6 +192,7 @@ register(Tool(
         "timeout": {"type": "number", "description": "wait: seconds to wait at most.", "default": DEFAULT_WAIT},
     }, "required": ["action"]},
     handler=process,
+    deadline=process_deadline,
     toolset="terminal",
     guidance=GUIDANCE,
 ))

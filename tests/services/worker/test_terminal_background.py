@@ -27,7 +27,7 @@ def data():
 
 @pytest.fixture
 def runtime(make_runtime, data):
-    return make_runtime(data_dir=data, turn_heartbeat_seconds=0.05)
+    return make_runtime(approval_mode="off", data_dir=data, turn_heartbeat_seconds=0.05)
 
 
 @needs_bwrap

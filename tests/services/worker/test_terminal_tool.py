@@ -1,7 +1,9 @@
 """The terminal tool in real turns: the scripted model calls it, the real sandbox runs the command.
 
 Every payload is harmless and bounded (the "fork bomb" forks at most 400 sleepers under a limit of
-20; the "memory hog" asks for 512 MB once under 128 MB).
+20; the "memory hog" asks for 512 MB once under 128 MB). These tests judge the sandbox, so the approval gate
+is off (APPROVAL_MODE=off; its hard-line floor still applies); the gate in front of the terminal is tested in
+test_approval_parking.py and tests/e2e/test_approvals.py.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def data():
 
 @pytest.fixture
 def runtime(make_runtime, data):
-    return make_runtime(data_dir=data)
+    return make_runtime(approval_mode="off", data_dir=data)
 
 
 @needs_bwrap
@@ -75,7 +77,7 @@ def test_user_a_reaches_nothing_of_user_b_or_the_server(db, model, data, runtime
 
 @needs_bwrap
 def test_a_fork_bomb_and_a_memory_hog_are_contained_and_the_worker_carries_on(db, model, data, make_runtime):
-    runtime = make_runtime(data_dir=data, terminal_max_processes=20, terminal_memory_mb=128)
+    runtime = make_runtime(approval_mode="off", data_dir=data, terminal_max_processes=20, terminal_memory_mb=128)
     alice = make_user(db)
     hog = "python3 -c 'b = bytearray(512 * 1024 * 1024); print(\"allocated\")'"
     script_calls(model, ("terminal", {"command": FORK_BOMB}), ("terminal", {"command": hog}),
@@ -114,7 +116,7 @@ def test_long_output_keeps_head_and_tail_and_read_file_pages_the_whole(db, model
 
 @needs_bwrap
 def test_exit_codes_timeouts_and_workdir(db, model, data, make_runtime):
-    runtime = make_runtime(data_dir=data, terminal_max_timeout_seconds=30)
+    runtime = make_runtime(approval_mode="off", data_dir=data, terminal_max_timeout_seconds=30)
     alice = make_user(db)
     (data / "users" / alice.id / "workspace" / "sub").mkdir(parents=True)
     script_calls(model,
@@ -135,8 +137,22 @@ def test_exit_codes_timeouts_and_workdir(db, model, data, make_runtime):
     wait_until(lambda: not sleepers("1000.7171"), timeout=10, what="the timed-out sleep to be gone")
 
 
+@needs_bwrap
+def test_a_commands_own_timeout_outlasts_the_generic_tool_time_limit(db, model, data, make_runtime):
+    """The issue's default terminal timeout is 180 s but every tool call was abandoned after TOOL_TIMEOUT_SECONDS
+    (120), so the terminal silently capped commands below it. A call now gets its command's own timeout (plus a
+    margin) from the batch: with a 1 s tool limit, a 3 s command still finishes and reports its output."""
+    runtime = make_runtime(approval_mode="off", data_dir=data, tool_timeout_seconds=1)
+    alice = make_user(db)
+    script_calls(model, ("terminal", {"command": "sleep 2; echo slept", "timeout": 20}))
+
+    _, results = one_turn(db, runtime, alice.id)
+
+    assert results["c1"] == {"output": "slept\n", "exit_code": 0}
+
+
 def test_unsandboxed_terminal_refuses_a_server_with_several_users(db, model, data, make_runtime):
-    runtime = make_runtime(data_dir=data, terminal_sandbox="none")
+    runtime = make_runtime(approval_mode="off", data_dir=data, terminal_sandbox="none")
     alice, _bob = make_user(db), make_user(db)
     script_calls(model, ("terminal", {"command": "touch ran.txt"}))
 
@@ -148,7 +164,7 @@ def test_unsandboxed_terminal_refuses_a_server_with_several_users(db, model, dat
 
 def test_unsandboxed_terminal_runs_on_a_single_user_box(db, model, data, make_runtime, monkeypatch):
     monkeypatch.setattr(terminal_tool.users, "count_users", lambda db: 1)
-    runtime = make_runtime(data_dir=data, terminal_sandbox="none")
+    runtime = make_runtime(approval_mode="off", data_dir=data, terminal_sandbox="none")
     alice = make_user(db)
     script_calls(model, ("terminal", {"command": "pwd; echo hi > ran.txt"}))
 
