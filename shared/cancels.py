@@ -18,7 +18,7 @@ from shared.config import Settings
 log = logging.getLogger(__name__)
 
 RESUBSCRIBE_SECONDS = 1.0
-LISTEN_SECONDS = 5.0
+LISTEN_SECONDS = 0.5  # also how soon the listener notices it must stop
 
 
 def channel(settings: Settings) -> str:

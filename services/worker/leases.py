@@ -60,10 +60,9 @@ class LeaseKeeper:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the thread and wait for it."""
         with self._lock:
-            threads = [t for t in (self._thread, self._listener) if t is not None]
-            self._thread = self._listener = None
+            thread, self._thread, self._listener = self._thread, None, None
             self._stop.set()
-        for thread in threads:
+        if thread is not None:  # the cancel listener sees the stop within cancels.LISTEN_SECONDS by itself
             thread.join(timeout)
 
     def _cancel_pushed(self, turn_id: str) -> None:
