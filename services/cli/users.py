@@ -69,11 +69,14 @@ def list_keys(client: ApiClient, id_or_name: str, out: TextIO) -> int:
 
 
 def _owner(client: ApiClient, key_id: str) -> dict:
-    """The user holding a key, found through the users' key lists."""
-    for user in _users(client):
-        if any(key["id"] == key_id for key in _keys(client, user["id"])):
-            return user
-    raise CliError(f"No key {key_id!r} (see `hstack keys list USER`).")
+    """The user holding a key: one lookup by the key's id, then its owner."""
+    try:
+        key = client.get(f"/v1/admin/keys/{key_id}")
+    except CliError as exc:
+        if "HTTP 404" not in str(exc):
+            raise
+        raise CliError(f"No key {key_id!r} (see `hstack keys list USER`).") from None
+    return resolve_user(client, key["user_id"])
 
 
 def revoke_key(client: ApiClient, key_id: str, id_or_name: str | None, out: TextIO) -> int:

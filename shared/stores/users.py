@@ -69,6 +69,15 @@ def list_keys(db: Database, user_id: str) -> list[ApiKey]:
         return list(s.exec(select(ApiKey).where(ApiKey.user_id == user_id).order_by(ApiKey.created_at, ApiKey.id)))
 
 
+def get_key(db: Database, key_id: str) -> ApiKey:
+    """Any user's key by its id (operator use); NotFound when there is none."""
+    with db.read() as s:
+        key = s.get(ApiKey, key_id)
+    if key is None:
+        raise NotFound("No such key.")
+    return key
+
+
 def revoke_key(db: Database, user_id: str, key_id: str) -> ApiKey:
     """Revoke one of a user's keys; the row stays as the audit trail. Revoking twice keeps the first time.
 

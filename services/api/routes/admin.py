@@ -9,7 +9,8 @@ from services.api.schemas import AdminStatus, RecentTurn, error_responses
 from services.api.stack_status import turn_counts
 from shared.queue.app import queue_depths
 from shared import heartbeats
-from shared.stores import turns
+from shared.models.users import ApiKeyPublic
+from shared.stores import turns, users
 
 RECENT_TURNS = 10
 
@@ -26,3 +27,9 @@ def stack_status(db: DbDep, r: RedisDep, settings: SettingsDep, _admin: AdminKey
         turns=turn_counts(db),
         recent_turns=recent,
     )
+
+
+@router.get("/keys/{key_id}", response_model=ApiKeyPublic, responses=error_responses(404))
+def find_key(key_id: str, db: DbDep, _admin: AdminKey) -> ApiKeyPublic:
+    """Any user's key by its id, with its owner (what `hstack keys revoke KEY_ID` needs); never the key itself."""
+    return ApiKeyPublic.model_validate(users.get_key(db, key_id), from_attributes=True)
