@@ -121,13 +121,7 @@ def test_new_starts_a_fresh_session(stack, telegram, model):
     assert "remember kiwi" not in str(last.body)
 
 
-def approvals_route_missing(stack: Stack) -> bool:
-    return httpx.get(f"{stack.base_url}/v1/approvals", timeout=10).status_code == 404
-
-
 def test_an_approval_button_resumes_the_parked_turn_and_the_output_reaches_the_chat(stack, telegram, model):
-    if approvals_route_missing(stack):
-        pytest.skip("approvals route not built yet")
     paired(stack, telegram, 5006, "Approver")
     model.on("clean the build", tool_call([("terminal", {"command": "rm -rf ./build"})]), text("Build cleaned."))
     telegram.user_says(5006, "clean the build")
