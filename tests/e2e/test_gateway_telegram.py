@@ -6,7 +6,6 @@ import signal
 
 import pytest
 
-import httpx
 
 from tests.fakes.model import text, tool_call
 from tests.fakes.telegram import FakeTelegram
