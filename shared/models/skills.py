@@ -17,9 +17,11 @@ from shared.models.base import created_at_field, time_field
 
 
 class SkillOrigin(str, Enum):
+    """Whose a skill is (the anchor's provenance): only what a background review created is the agent's."""
+
     bundled = "bundled"  # the repository's skills/ folder, read-only
-    user = "user"  # installed by the user through the api
-    agent = "agent"  # written by the foreground agent or a background review
+    user = "user"  # the user's: installed through the api, or created by the agent because the user asked
+    agent = "agent"  # created by a background review: curatable, and later reviews may edit it
 
 
 class SkillWriter(str, Enum):
@@ -32,7 +34,7 @@ class SkillWriter(str, Enum):
 
 class SkillState(str, Enum):
     active = "active"
-    stale = "stale"  # out of the prompt index, still viewable; any use makes it active again
+    stale = "stale"  # unused for a while: a label for the curator, still in the index; any use makes it active
     archived = "archived"  # moved to `.archive/`, invisible to the agent, restorable
 
 

@@ -23,16 +23,22 @@ MAX_VIEW_CHARS = 100_000
 ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file")
 
 WRITER: ContextVar[SkillWriter] = ContextVar("skill_writer", default=SkillWriter.agent)
+VIEWED: ContextVar[frozenset[tuple[str, str]] | None] = ContextVar("skills_viewed", default=None)
 
 
 @contextmanager
-def writing_as(writer: SkillWriter | str) -> Iterator[None]:
-    """Run the enclosed tool calls' skill writes as `writer` (the review binds "review")."""
-    token = WRITER.set(SkillWriter(writer))
+def writing_as(writer: SkillWriter | str, viewed: frozenset[tuple[str, str]] | None = None) -> Iterator[None]:
+    """Run the enclosed tool calls' skill writes as `writer` (the review binds "review").
+
+    `viewed` holds the (skill, file) pairs already loaded with skill_view: with it, a write to an
+    existing file not among them is refused (the anchor's read-before-write guard for reviews).
+    """
+    tokens = WRITER.set(SkillWriter(writer)), VIEWED.set(viewed)
     try:
         yield
     finally:
-        WRITER.reset(token)
+        WRITER.reset(tokens[0])
+        VIEWED.reset(tokens[1])
 
 
 def _store(ctx: ToolContext) -> SkillStore:
@@ -71,7 +77,7 @@ def skill_view(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 def skill_manage(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     """Create, edit, patch, delete (archive) a skill, or write or remove one of its supporting files."""
     action, name = args["action"], args["name"]
-    editor = SkillEditor(_store(ctx), WRITER.get())
+    editor = SkillEditor(_store(ctx), WRITER.get(), VIEWED.get())
     if action == "create":
         return editor.create(name, args.get("content"))
     if action == "edit":

@@ -15,13 +15,23 @@ branch_labels = None
 depends_on = None
 
 
+# Before: origin "agent" meant written by the foreground agent (created_by "agent") or by a review
+# (created_by "review"). Now only a review's skills are the agent's; the foreground agent created the
+# others because the user asked, so they are the user's: the curator leaves them and reviews may not edit
+# them. created_by keeps who wrote each one.
+FOREGROUND_TO_USER = "UPDATE skills SET origin = 'user' WHERE origin = 'agent' AND (created_by IS NULL OR created_by <> 'review')"
+BACK_TO_AGENT = "UPDATE skills SET origin = 'agent' WHERE origin = 'user' AND created_by = 'agent'"
+
+
 def upgrade() -> None:
+    op.execute(FOREGROUND_TO_USER)
     with op.batch_alter_table("sessions") as batch:
         batch.add_column(sa.Column("conversation_key", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True))
     op.create_index("ix_sessions_user_conversation", "sessions", ["user_id", "conversation_key"])
 
 
 def downgrade() -> None:
+    op.execute(BACK_TO_AGENT)
     op.drop_index("ix_sessions_user_conversation", table_name="sessions")
     with op.batch_alter_table("sessions") as batch:
         batch.drop_column("conversation_key")
