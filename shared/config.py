@@ -103,6 +103,8 @@ class Settings(BaseSettings):
     user_char_limit: int = Field(1375, ge=100, alias="USER_CHAR_LIMIT")
     memory_write_approval: bool = Field(False, alias="MEMORY_WRITE_APPROVAL")
     memory_staged_ttl_seconds: int = Field(7 * 24 * 3600, gt=0, alias="MEMORY_STAGED_TTL_SECONDS")
+    skill_write_approval: bool = Field(False, alias="SKILL_WRITE_APPROVAL")
+    skill_staged_ttl_seconds: int = Field(7 * 24 * 3600, gt=0, alias="SKILL_STAGED_TTL_SECONDS")
     memory_scan_model: str | None = Field(None, alias="MEMORY_SCAN_MODEL")
     memory_scan_timeout_seconds: float = Field(20.0, gt=0, alias="MEMORY_SCAN_TIMEOUT_SECONDS")
     sse_keepalive_seconds: float = Field(15.0, gt=0, le=60, alias="SSE_KEEPALIVE_SECONDS")

@@ -20,7 +20,7 @@ from sqlmodel import select
 
 from shared.db import Database
 from shared.models.turns import TERMINAL_STATUSES, Turn
-from shared.stores import memory_staged
+from shared.stores import memory_staged, skill_staged
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +85,8 @@ def trim_streams(db: Database, r: redis.Redis, *, ttl_seconds: int, scan_limit: 
 
 def sweep(db: Database, r: redis.Redis, *, now: datetime, ttl_seconds: int, scan_limit: int,
           cursor_key: str) -> tuple[int, StreamSweep]:
-    """Expire staged memory writes, then trim orphaned streams; returns (writes expired, stream sweep)."""
-    staged = memory_staged.expire_staged(db, now)
+    """Expire staged memory and skill writes, then trim orphaned streams; returns (writes expired, stream sweep)."""
+    staged = memory_staged.expire_staged(db, now) + skill_staged.expire_staged(db, now)
     streams = trim_streams(db, r, ttl_seconds=ttl_seconds, scan_limit=scan_limit, cursor_key=cursor_key)
     level = logging.INFO if staged or streams.expiring or streams.deleted else logging.DEBUG
     log.log(level, "expiry sweep: %d staged write(s) expired; streams: %d examined, %d given a TTL, %d deleted",

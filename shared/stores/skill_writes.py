@@ -35,9 +35,10 @@ from shared.stores.skills import Located, SkillStore, refuse_threats
 from shared.textmatch import MatchFailure, find_and_replace
 
 PREVIEW_CHARS = 500
+ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file")
 
 
-def _text(value: Any, argument: str, *, allow_empty: bool = False) -> str:
+def argument_text(value: Any, argument: str, *, allow_empty: bool = False) -> str:
     if not isinstance(value, str) or (not allow_empty and not value):
         raise InvalidInput(f"{argument} is required{'' if allow_empty else ' and may not be empty'}.",
                            code="skill_argument_missing")
@@ -105,19 +106,38 @@ class SkillEditor:
             self.authorize(skill)
             yield skill
 
+    def apply(self, action: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run one skill_manage action with its arguments (the tool and an approved staged write share this)."""
+        name = args.get("name")
+        if action == "create":
+            return self.create(name, args.get("content"))
+        if action == "edit":
+            return self.edit(name, args.get("content"))
+        if action == "patch":
+            return self.patch(name, args.get("old_string"), args.get("new_string"),
+                              replace_all=bool(args.get("replace_all")), file_path=args.get("file_path"))
+        if action == "delete":
+            return self.delete(name)
+        if action == "write_file":
+            return self.write_file(name, args.get("file_path"), args.get("file_content"))
+        if action == "remove_file":
+            return self.remove_file(name, args.get("file_path"))
+        raise InvalidInput(f"Unknown action {action!r}; use one of: {', '.join(ACTIONS)}.",
+                           code="skill_action_invalid")
+
     def changed(self, skill: Located) -> None:
         skill_records.changed(self.store.db, self.store.user_id, skill.name, skill.origin.value)
 
     def create(self, name: str, content: Any) -> dict[str, Any]:
         check_name(name)
-        content = _text(content, "content")
+        content = argument_text(content, "content")
         parse_skill_md(content, name)
         refuse_threats(SKILL_FILE, content)
         self.store.create_folder(name, {SKILL_FILE: content}, self.origin, self.writer)
         return _done(f"Skill '{name}' created.", name)
 
     def edit(self, name: str, content: Any) -> dict[str, Any]:
-        content = _text(content, "content")
+        content = argument_text(content, "content")
         parse_skill_md(content, check_name(name))
         refuse_threats(SKILL_FILE, content)
         with self.writable(name) as skill:
@@ -133,8 +153,8 @@ class SkillEditor:
         Matching is the patch tool's fuzzy chain (shared.textmatch): whitespace, indentation, escapes
         and typography may differ, but the match must still be unique unless `replace_all`.
         """
-        old_string = _text(old_string, "old_string")
-        new_string = _text(new_string, "new_string", allow_empty=True)
+        old_string = argument_text(old_string, "old_string")
+        new_string = argument_text(new_string, "new_string", allow_empty=True)
         relative = SKILL_FILE if file_path in (None, "", SKILL_FILE) else check_support_path(file_path)
         with self.writable(name) as skill:
             target = skill.path / SKILL_FILE if relative == SKILL_FILE else inside(skill.path, relative)
@@ -174,7 +194,7 @@ class SkillEditor:
 
     def write_file(self, name: str, file_path: Any, file_content: Any) -> dict[str, Any]:
         relative = check_support_path(file_path)
-        file_content = _text(file_content, "file_content", allow_empty=True)
+        file_content = argument_text(file_content, "file_content", allow_empty=True)
         check_support_size(relative, file_content)
         refuse_threats(relative, file_content)
         with self.writable(name) as skill:

@@ -8,6 +8,8 @@ from alembic import op
 import sqlalchemy as sa
 import sqlmodel
 
+import shared.models.base
+
 
 revision = "0011_learning"
 down_revision = "0010"
@@ -25,12 +27,35 @@ BACK_TO_AGENT = "UPDATE skills SET origin = 'agent' WHERE origin = 'user' AND cr
 
 def upgrade() -> None:
     op.execute(FOREGROUND_TO_USER)
+    op.create_table(
+        "skill_staged_writes",
+        sa.Column("id", sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
+        sa.Column("user_id", sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
+        sa.Column("session_id", sqlmodel.sql.sqltypes.AutoString(length=40), nullable=True),
+        sa.Column("writer", sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column("action", sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column("name", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("arguments", sa.JSON(), nullable=False),
+        sa.Column("summary", sa.Text(), nullable=False),
+        sa.Column("diff", sa.Text(), nullable=False),
+        sa.Column("status", sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column("created_at", shared.models.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("expires_at", shared.models.base.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("decided_at", shared.models.base.UTCDateTime(timezone=True), nullable=True),
+        sa.ForeignKeyConstraint(["user_id"], ["users.id"]),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index("ix_skill_staged_writes_user_id", "skill_staged_writes", ["user_id"])
+    op.create_index("ix_skill_staged_writes_status_expires", "skill_staged_writes", ["status", "expires_at"])
     with op.batch_alter_table("sessions") as batch:
         batch.add_column(sa.Column("conversation_key", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True))
     op.create_index("ix_sessions_user_conversation", "sessions", ["user_id", "conversation_key"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_skill_staged_writes_status_expires", table_name="skill_staged_writes")
+    op.drop_index("ix_skill_staged_writes_user_id", table_name="skill_staged_writes")
+    op.drop_table("skill_staged_writes")
     op.execute(BACK_TO_AGENT)
     op.drop_index("ix_sessions_user_conversation", table_name="sessions")
     with op.batch_alter_table("sessions") as batch:
