@@ -95,6 +95,8 @@ class Settings(BaseSettings):
     bundled_skills_dir: Path = Field(Path(__file__).resolve().parent.parent / "skills", alias="BUNDLED_SKILLS_DIR")
     compression_enabled: bool = Field(True, alias="COMPRESSION_ENABLED")
     compression_threshold: float = Field(0.5, gt=0, le=1, alias="COMPRESSION_THRESHOLD")
+    compression_floor_tokens: int = Field(64_000, ge=0, alias="COMPRESSION_FLOOR_TOKENS")
+    compression_small_window_share: float = Field(0.75, gt=0, le=1, alias="COMPRESSION_SMALL_WINDOW_SHARE")
     compression_target_ratio: float = Field(0.2, ge=0.1, le=0.8, alias="COMPRESSION_TARGET_RATIO")
     compression_protect_first_n: int = Field(3, ge=0, alias="COMPRESSION_PROTECT_FIRST_N")
     compression_protect_last_n: int = Field(20, ge=1, alias="COMPRESSION_PROTECT_LAST_N")

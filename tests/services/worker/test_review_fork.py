@@ -66,6 +66,7 @@ def test_the_review_sends_the_parents_last_request_then_its_answer_then_one_inst
 
 def test_the_prefix_holds_when_a_compaction_shaped_the_parents_context(db, user, session, model, make_runtime, sent):
     runtime = make_runtime(memory_review_interval=6, skill_review_interval=0, llm_context_window=2000,
+                           llm_max_tokens=0, compression_floor_tokens=0, compression_small_window_share=0.5,
                            compression_protect_first_n=2)
     model.on("context checkpoint summariser", text("## Goal\nChat about trains."))
     long = "tell me about trains " * 40
