@@ -74,7 +74,7 @@ class Settings(BaseSettings):
     search_hybrid_weight: float = Field(1.0, ge=0, alias="SEARCH_HYBRID_WEIGHT")
     memory_review_interval: int = Field(10, ge=0, alias="MEMORY_REVIEW_INTERVAL")
     skill_review_interval: int = Field(10, ge=0, alias="SKILL_REVIEW_INTERVAL")
-    review_max_iterations: int = Field(8, ge=1, alias="REVIEW_MAX_ITERATIONS")
+    review_max_iterations: int = Field(16, ge=1, alias="REVIEW_MAX_ITERATIONS")
     review_lease_seconds: float = Field(60.0, gt=0, alias="REVIEW_LEASE_SECONDS")
     curator_enabled: bool = Field(True, alias="CURATOR_ENABLED")
     curator_check_seconds: float = Field(3600.0, gt=0, alias="CURATOR_CHECK_SECONDS")
