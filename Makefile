@@ -45,6 +45,7 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.search
 	@$(BIN)/python -m bench.sandbox
 	@$(BIN)/python -m bench.approval
+	@$(BIN)/python -m bench.compression
 	@$(BIN)/python -m bench.fairness
 	@$(BIN)/python -m bench.noisy_neighbour
 	@$(BIN)/python -m bench.textmatch

@@ -16,6 +16,7 @@
      └── ModelError (502, model_error)           raised by shared.llm; a turn fails with its code
           ├── ModelAuthError (model_auth_failed)       401/403 from the provider: a bad key
           ├── ModelRequestError (model_bad_request)    another 4xx: the request was refused
+          │    └── ContextOverflow (context_overflow)  the prompt is longer than the model's window
           └── ModelUnavailable (model_unavailable)     retries and fallback ran out
 """
 
@@ -133,6 +134,12 @@ class ModelRequestError(ModelError):
     """The model provider refused the request."""
 
     code = "model_bad_request"
+
+
+class ContextOverflow(ModelRequestError):
+    """The prompt is longer than the model's context window; compressing the context can cure it."""
+
+    code = "context_overflow"
 
 
 class ModelUnavailable(ModelError):

@@ -56,11 +56,16 @@ def accept_turn(
         db, user_id, session_id, text, idempotency_key=idempotency_key, request_hash=body_hash,
         max_running=settings.max_running_turns_per_user, interactive=interactive,
     )
-    session_id_var.set(session_id)
+    announce_turn(enqueue, turn, sent)
+    return turn
+
+
+def announce_turn(enqueue: Enqueue, turn: Turn, sent: list[Turn]) -> None:
+    """Name the accepted turn in the logs, then enqueue the turns its transaction marked sent."""
+    session_id_var.set(turn.session_id)
     turn_id_var.set(turn.id)
     for ready in sent:
         send_turn(enqueue, ready)
-    return turn
 
 
 def send_turn(enqueue: Enqueue, turn: Turn) -> None:

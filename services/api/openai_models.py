@@ -105,6 +105,11 @@ class ChatCompletionRequest(BaseModel):
         return "\n\n".join(parts) or None
 
     @property
+    def first_user_text(self) -> str:
+        """The conversation's first user message: with the instructions, what names its session."""
+        return next(m.text or "" for m in self.messages if m.role == "user")
+
+    @property
     def history(self) -> list[dict[str, Any]]:
         """The messages before the last one, system messages left out."""
         return [m.stored() for m in self.messages[:-1] if m.role in HISTORY_ROLES]

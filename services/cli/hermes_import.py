@@ -110,14 +110,11 @@ class HermesImport:
         tally = Tally()
         store = SkillStore.for_user(self.db, self.settings, self.user_id)
         for skill in hermes.read_skills(self.home):
-            if not skill.agent_created:
-                tally.skipped += 1
-                tally.notes.append(f"{skill.name}: not imported, the anchor does not mark it agent-created")
-            elif imports.recorded(self.db, self.user_id, KIND_SKILL, skill.name) is not None:
+            if imports.recorded(self.db, self.user_id, KIND_SKILL, skill.name) is not None:
                 tally.skipped += 1
             else:
                 self.skill(store, skill, tally)
-        self.report("3/3", f"skills: {tally.imported} agent-created imported, {tally.skipped} skipped", tally)
+        self.report("3/3", f"skills: {tally.imported} imported, {tally.skipped} skipped", tally)
         return tally
 
     def skill(self, store: SkillStore, skill: hermes.SourceSkill, tally: Tally) -> None:
@@ -135,7 +132,10 @@ class HermesImport:
                 if path != SKILL_FILE:
                     check_support_size(path, text)
                 refuse_threats(path, text)
-            store.create_folder(name, files, SkillOrigin.agent, SkillWriter.review)
+            if skill.agent_created:  # the anchor's agent-created skills stay the agent's; the rest are the user's
+                store.create_folder(name, files, SkillOrigin.agent, SkillWriter.review)
+            else:
+                store.create_folder(name, files, SkillOrigin.user, SkillWriter.user)
         except HermesError as exc:
             tally.skipped += 1
             tally.notes.append(f"{skill.name}: not imported: {exc.message}")

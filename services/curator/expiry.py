@@ -27,7 +27,7 @@ from shared.db import Database
 from shared.models.turns import TERMINAL_STATUSES, Turn
 from shared.queue.names import RESUME_TURN
 from shared.queue.payloads import ResumeTurn
-from shared.stores import approvals, memory_staged
+from shared.stores import approvals, memory_staged, skill_staged
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +108,8 @@ def expire_approvals(db: Database, now: datetime, send: Callable[[str, BaseModel
 
 def sweep(db: Database, r: redis.Redis, *, now: datetime, ttl_seconds: int, scan_limit: int,
           cursor_key: str) -> tuple[int, StreamSweep]:
-    """Expire staged memory writes, then trim orphaned streams; returns (writes expired, stream sweep)."""
-    staged = memory_staged.expire_staged(db, now)
+    """Expire staged memory and skill writes, then trim orphaned streams; returns (writes expired, stream sweep)."""
+    staged = memory_staged.expire_staged(db, now) + skill_staged.expire_staged(db, now)
     streams = trim_streams(db, r, ttl_seconds=ttl_seconds, scan_limit=scan_limit, cursor_key=cursor_key)
     level = logging.INFO if staged or streams.expiring or streams.deleted else logging.DEBUG
     log.log(level, "expiry sweep: %d staged write(s) expired; streams: %d examined, %d given a TTL, %d deleted",

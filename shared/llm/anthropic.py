@@ -10,7 +10,7 @@ import httpx
 
 from shared.llm.anthropic_format import build_request
 from shared.llm.classify import ProviderHTTPError, ProviderProtocolError
-from shared.llm.openai_compat import OnDelta, raise_for_status, sse_data
+from shared.llm.openai_compat import OnDelta, finish_of, raise_for_status, sse_data
 from shared.llm.types import Cancelled, Completion, ToolCall, Usage
 
 API_VERSION = "2023-06-01"
@@ -80,7 +80,7 @@ class MessageAssembly:
                 arguments = "".join(block["pieces"]) or json.dumps(block.get("input") or {})
                 calls.append(ToolCall(block.get("id") or f"toolu_{uuid.uuid4().hex[:24]}", block.get("name", ""),
                                       arguments))
-        finish = "tool_calls" if calls else FINISH_REASONS.get(self.stop_reason, self.stop_reason)
+        finish = finish_of(calls, FINISH_REASONS.get(self.stop_reason, self.stop_reason))
         usage = Usage(self.prompt_tokens, self.completion_tokens)
         return Completion("".join(text) or None, calls, finish, usage, model)
 
@@ -118,9 +118,9 @@ class AnthropicTransport:
         return headers
 
     def send(self, model: str, messages: list[dict], tools: list[dict] | None, on_delta: OnDelta | None,
-             cancelled: Callable[[], bool], stream: bool = True) -> Completion:
+             cancelled: Callable[[], bool], stream: bool = True, max_tokens: int | None = None) -> Completion:
         """One attempt; raises ProviderHTTPError, ProviderProtocolError, httpx errors or Cancelled."""
-        body = build_request(model, messages, tools, self.max_tokens, stream)
+        body = build_request(model, messages, tools, max_tokens or self.max_tokens, stream)
         if not stream:
             response = self.http.post(self.url, json=body, headers=self._headers(), timeout=self.timeout)
             raise_for_status(response)

@@ -6,9 +6,16 @@ from dataclasses import dataclass
 
 import httpx
 
-from shared.errors import ModelAuthError, ModelError, ModelRequestError
+import re
+
+from shared.errors import ContextOverflow, ModelAuthError, ModelError, ModelRequestError
 
 RETRYABLE_STATUSES = {408, 409, 425, 429}
+# How providers word "the prompt does not fit" (OpenAI, Anthropic, vLLM, llama.cpp, Ollama, OpenRouter, Gemini).
+OVERFLOW = re.compile(
+    r"context[ _-]?length|context[ _-]?window|maximum context|prompt is too long|too many tokens|"
+    r"input is too long|exceeds? the (?:model'?s? )?(?:maximum|max|context)|reduce the length|token limit",
+    re.IGNORECASE)
 SUMMARY_CHARS = 300
 
 
@@ -39,6 +46,9 @@ class Verdict:
 def classify_status(status: int, message: str, retry_after: float | None = None) -> Verdict:
     """401/403 → auth error; 408/409/425/429/5xx → retry; any other status → request error."""
     summary = f"HTTP {status}: {message}"
+    if status in (400, 413, 422) and OVERFLOW.search(message):
+        error = ContextOverflow(f"The prompt is longer than the model's context window (HTTP {status}): {message}")
+        return Verdict(summary, False, error=error)
     if status in (401, 403):
         error = ModelAuthError(f"The model provider rejected the API key (HTTP {status}). Check LLM_API_KEY.")
         return Verdict(summary, False, error=error)

@@ -14,12 +14,13 @@ import httpx
 
 from shared import metrics
 from shared.config import Settings
-from shared.errors import ModelError, ModelRequestError, ModelUnavailable
+from shared.errors import ContextOverflow, ModelError, ModelRequestError, ModelUnavailable
 from shared.llm.anthropic import AnthropicTransport
 from shared.llm.backoff import pause, retry_delay
 from shared.llm.classify import Verdict, classify
 from shared.llm.deltas import DeltaRelay
 from shared.llm.openai_compat import OnDelta, OpenAICompatTransport
+from shared.llm.truncation import Continuation
 from shared.llm.types import Cancelled, Completion
 
 log = logging.getLogger(__name__)
@@ -90,36 +91,49 @@ class LLMClient:
         """Ask the model for the next assistant message (streamed by default, deltas to `on_delta`).
 
         Retries 429/5xx/timeouts with backoff, then tries the fallback model; raises ModelAuthError,
-        ModelRequestError, ModelUnavailable, or Cancelled once `cancelled()` is true.
+        ModelRequestError (ContextOverflow when the prompt does not fit), ModelUnavailable, or
+        Cancelled once `cancelled()` is true. An answer cut by the output limit is continued (as the
+        anchor: up to 3 times, with a raised max_tokens) and joined; a cut tool call is asked again,
+        never returned half-formed.
         """
         if self._transport is None:
             raise ModelUnavailable("No model provider is configured: set LLM_BASE_URL (and LLM_MODEL).")
         cancelled = cancelled or _never
         started = time.monotonic()
         try:
-            completion = self._with_fallback(messages, tools, on_delta, cancelled, stream)
+            relay = DeltaRelay(on_delta)
+            continuation = Continuation(messages, self.settings.llm_max_tokens)
+            completion = self._with_fallback(messages, tools, relay, cancelled, stream, None)
+            while (request := continuation.next(completion)) is not None:
+                log.warning("the answer was cut by the output limit; %s", request.why)
+                if request.continues:
+                    relay.keep_sent()
+                completion = self._with_fallback(request.messages, tools, relay, cancelled, stream,
+                                                 request.max_tokens)
+            completion = continuation.joined(completion)
         except ModelError:
             self._record("error", started)
             raise
         self._record("ok", started)
         return completion
 
-    def _with_fallback(self, messages, tools, on_delta, cancelled, stream) -> Completion:
+    def _with_fallback(self, messages, tools, relay: DeltaRelay, cancelled, stream, max_tokens) -> Completion:
         models = [self.model] + ([self.fallback_model] if self.fallback_model not in (None, self.model) else [])
-        relay = DeltaRelay(on_delta)
         last_error: ModelError | None = None
         for index, model in enumerate(models):
             if index:
                 log.warning("model %s failed; falling back to %s", models[index - 1], model)
             try:
-                return self._attempts(model, messages, tools, relay, cancelled, stream)
+                return self._attempts(model, messages, tools, relay, cancelled, stream, max_tokens)
+            except ContextOverflow:
+                raise  # the caller compresses and asks again; another model would not see less
             except ModelRequestError as exc:
                 last_error = exc
             except _Exhausted as exc:
                 last_error = ModelUnavailable(f"The model provider kept failing: {exc.summary}")
         raise last_error
 
-    def _attempts(self, model, messages, tools, relay: DeltaRelay, cancelled, stream) -> Completion:
+    def _attempts(self, model, messages, tools, relay: DeltaRelay, cancelled, stream, max_tokens) -> Completion:
         """Up to llm_max_retries + 1 attempts on one model."""
         attempts = max(0, self.settings.llm_max_retries) + 1
         for attempt in range(1, attempts + 1):
@@ -127,6 +141,8 @@ class LLMClient:
                 raise Cancelled()
             relay.new_attempt()
             try:
+                if max_tokens:
+                    return self._transport.send(model, messages, tools, relay.push, cancelled, stream, max_tokens)
                 return self._transport.send(model, messages, tools, relay.push, cancelled, stream)
             except (Cancelled, ModelError):
                 raise

@@ -18,6 +18,11 @@ class DeltaRelay:
         self.attempt_text: list[str] = []
         self.attempt_chars = 0
 
+    def keep_sent(self) -> None:
+        """What was sent stays shown; the next call continues it, so all of its text is new."""
+        self.sent = 0
+        self.new_attempt()
+
     def new_attempt(self) -> None:
         self.attempt_text = []
         self.attempt_chars = 0

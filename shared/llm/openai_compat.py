@@ -144,8 +144,15 @@ class StreamAssembly:
             for _, slot in sorted(self.calls.items())
         ]
         content = "".join(self.text) or None
-        finish = "tool_calls" if calls else self.finish_reason
+        finish = finish_of(calls, self.finish_reason)
         return Completion(content, calls, finish, make_usage(self.usage, messages, content, calls), model)
+
+
+def finish_of(calls: list[ToolCall], reason: str | None) -> str | None:
+    """"tool_calls" when there are calls, unless the output limit cut them ("length": never run them)."""
+    if calls and reason != "length":
+        return "tool_calls"
+    return reason
 
 
 def parse_completion(data: dict, model: str, messages: list[dict]) -> Completion:
@@ -161,7 +168,7 @@ def parse_completion(data: dict, model: str, messages: list[dict]) -> Completion
         for c in message.get("tool_calls") or []
     ]
     content = message.get("content") or None
-    finish = "tool_calls" if calls else choice.get("finish_reason")
+    finish = finish_of(calls, choice.get("finish_reason"))
     return Completion(content, calls, finish, make_usage(data.get("usage"), messages, content, calls), model)
 
 
@@ -181,11 +188,16 @@ class OpenAICompatTransport:
         return headers
 
     def send(self, model: str, messages: list[dict], tools: list[dict] | None, on_delta: OnDelta | None,
-             cancelled: Callable[[], bool], stream: bool = True) -> Completion:
-        """One attempt; raises ProviderHTTPError, ProviderProtocolError, httpx errors or Cancelled."""
+             cancelled: Callable[[], bool], stream: bool = True, max_tokens: int | None = None) -> Completion:
+        """One attempt; raises ProviderHTTPError, ProviderProtocolError, httpx errors or Cancelled.
+
+        `max_tokens` is sent only when given (a continuation's raised output cap); otherwise the server's own.
+        """
         body: dict = {"model": model, "messages": messages, "stream": stream}
         if tools:
             body["tools"] = tools
+        if max_tokens:
+            body["max_tokens"] = max_tokens
         if not stream:
             response = self.http.post(self.url, json=body, headers=self._headers(False), timeout=self.timeout)
             raise_for_status(response)

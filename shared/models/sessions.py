@@ -13,6 +13,7 @@ from shared.models.base import created_at_field, time_field
 
 class ChatSession(SQLModel, table=True):
     __tablename__ = "sessions"
+    __table_args__ = (Index("ix_sessions_user_conversation", "user_id", "conversation_key"),)
 
     id: str = Field(primary_key=True, max_length=40)
     user_id: str = Field(foreign_key="users.id", index=True, max_length=40)
@@ -22,6 +23,8 @@ class ChatSession(SQLModel, table=True):
     system_prompt: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     system_prompt_sha256: str | None = Field(default=None, max_length=64)
     turn_count: int = Field(default=0, nullable=False)
+    # sha256 of (user, system prompt, first user message): how an OpenAI client's resent history finds its session
+    conversation_key: str | None = Field(default=None, max_length=64)
     created_at: datetime = created_at_field()
     updated_at: datetime | None = time_field()
 

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
+from sqlalchemy import Column, Index, Text
 from sqlmodel import Field, SQLModel
 
-from shared.models.base import created_at_field, time_field
+from shared.models.base import UTCDateTime, created_at_field, json_field, time_field
 
 
 class SkillOrigin(str, Enum):
+    """Whose a skill is (the anchor's provenance): only what a background review created is the agent's."""
+
     bundled = "bundled"  # the repository's skills/ folder, read-only
-    user = "user"  # installed by the user through the api
-    agent = "agent"  # written by the foreground agent or a background review
+    user = "user"  # the user's: installed through the api, or created by the agent because the user asked
+    agent = "agent"  # created by a background review: curatable, and later reviews may edit it
 
 
 class SkillWriter(str, Enum):
@@ -32,7 +36,7 @@ class SkillWriter(str, Enum):
 
 class SkillState(str, Enum):
     active = "active"
-    stale = "stale"  # out of the prompt index, still viewable; any use makes it active again
+    stale = "stale"  # unused for a while: a label for the curator, still in the index; any use makes it active
     archived = "archived"  # moved to `.archive/`, invisible to the agent, restorable
 
 
@@ -99,3 +103,48 @@ class SkillInstall(BaseModel):
     name: str = PydanticField(min_length=1, max_length=200)
     content: str
     files: dict[str, str] = PydanticField(default_factory=dict)
+
+
+class SkillStagedWrite(SQLModel, table=True):
+    """A skill_manage write made while SKILL_WRITE_APPROVAL is on, kept with its diff until a person decides."""
+
+    __tablename__ = "skill_staged_writes"
+    __table_args__ = (Index("ix_skill_staged_writes_status_expires", "status", "expires_at"),)
+
+    id: str = Field(primary_key=True, max_length=40)
+    user_id: str = Field(foreign_key="users.id", index=True, max_length=40)
+    session_id: str | None = Field(default=None, max_length=40)
+    writer: str = Field(max_length=16)  # replayed as this writer, under its rules
+    action: str = Field(max_length=16)
+    name: str = Field(max_length=64)
+    arguments: dict[str, Any] = json_field()
+    summary: str = Field(sa_column=Column(Text, nullable=False))
+    diff: str = Field(sa_column=Column(Text, nullable=False))
+    status: str = Field(default="pending", max_length=16)
+    created_at: datetime = created_at_field()
+    expires_at: datetime = Field(sa_type=UTCDateTime, nullable=False)
+    decided_at: datetime | None = time_field()
+
+
+class SkillStagedPublic(BaseModel):
+    id: str
+    action: str
+    name: str
+    writer: str
+    summary: str
+    diff: str
+    arguments: dict[str, Any]
+    status: str
+    session_id: str | None
+    created_at: datetime
+    expires_at: datetime
+    decided_at: datetime | None
+
+
+class SkillStagedList(BaseModel):
+    data: list[SkillStagedPublic]
+
+
+class SkillStagedDecision(BaseModel):
+    staged: SkillStagedPublic
+    result: dict[str, Any] | None = None

@@ -259,7 +259,11 @@ def start_call(db: Database, review_id: str, worker_id: str, index: int, tool_ca
 
 def finish_call(db: Database, review_id: str, worker_id: str, index: int, outcome: CallOutcome, result: str,
                 message: dict[str, Any], resets: str | None = None) -> None:
-    """Record a call's result and its tool message together; a write resets its counter ("memory" or "skill")."""
+    """Record a call's result and its tool message together; a write resets its counter ("memory" or "skill").
+
+    Only what came before the review's own turn is reset: turns the session finished after the review
+    was triggered still count toward the next one.
+    """
     now = utcnow()
     with db.write() as s:
         review = _owned(s, review_id, worker_id)
@@ -270,10 +274,13 @@ def finish_call(db: Database, review_id: str, worker_id: str, index: int, outcom
         s.add(review)
         if resets is not None:
             counter = _locked_counter(s, review.session_id)
+            since = max(0, counter.last_turn_seq - s.get(Turn, review.turn_id).seq)
             if resets == "memory":
-                counter.turns_since_memory = 0
-            else:
-                counter.iterations_since_skill = 0
+                counter.turns_since_memory = min(counter.turns_since_memory, since)
+            elif review.trigger == ReviewTrigger.memory.value:
+                # Its skill iterations were not reset when it was triggered; which came after is not
+                # known, so only a session with no turn since loses them.
+                counter.iterations_since_skill = counter.iterations_since_skill if since else 0
             counter.updated_at = now
             s.add(counter)
 

@@ -183,11 +183,14 @@ class SkillStore:
         skill_records.viewed(self.db, self.user_id, skill.name, skill.origin.value)
 
     def index(self) -> list[tuple[str, str]]:
-        """(name, description cut to 60 chars) of every active skill with a valid SKILL.md, by name."""
+        """(name, description cut to 60 chars) of every unarchived skill with a valid SKILL.md, by name.
+
+        A stale skill stays: stale is the curator's label, not a hiding place (as in the anchor).
+        """
         entries = []
         for skill in self.visible(include_archived=False):
             front = self.front_matter(skill)
-            if skill.state is SkillState.active and isinstance(front, FrontMatter):
+            if isinstance(front, FrontMatter):
                 entries.append((skill.name, index_description(front.description)))
         return entries
 

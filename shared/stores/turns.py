@@ -63,45 +63,60 @@ def accept_turn(
     try:
         with db.write() as s:
             if idempotency_key:
-                existing = _by_idempotency_key(s, user_id, idempotency_key)
+                existing = idempotent_turn(s, user_id, idempotency_key)
                 if existing is not None:
-                    return _same_request(existing, request_hash), False, []
-            seq = _next_seq(s, user_id, session_id)
-            turn = Turn(
-                id=new_id("turn"),
-                session_id=session_id,
-                user_id=user_id,
-                seq=seq,
-                input=text,
-                idempotency_key=idempotency_key,
-                request_hash=request_hash,
-                interactive=interactive,
-            )
-            s.add(turn)
-            s.flush()
-            sent = [] if max_running is None else take_slots(s, user_id, max_running)
+                    return same_request(existing, request_hash), False, []
+            turn, sent = add_turn(s, user_id, session_id, text, idempotency_key=idempotency_key,
+                                  request_hash=request_hash, max_running=max_running, interactive=interactive)
         return turn, True, sent
     except IntegrityError:
         if not idempotency_key:
             raise
         with db.read() as s:
-            existing = _by_idempotency_key(s, user_id, idempotency_key)
+            existing = idempotent_turn(s, user_id, idempotency_key)
         if existing is None:
             raise
-        return _same_request(existing, request_hash), False, []
+        return same_request(existing, request_hash), False, []
 
 
-def _by_idempotency_key(s: Session, user_id: str, key: str) -> Turn | None:
+def add_turn(
+    s: Session,
+    user_id: str,
+    session_id: str,
+    text: str,
+    *,
+    idempotency_key: str | None = None,
+    request_hash: str | None = None,
+    max_running: int | None = None,
+    interactive: bool = True,
+) -> tuple[Turn, list[Turn]]:
+    """Insert a queued turn inside a write transaction a store holds; with `max_running`, the turns to send now."""
+    turn = Turn(
+        id=new_id("turn"),
+        session_id=session_id,
+        user_id=user_id,
+        seq=_next_seq(s, user_id, session_id),
+        input=text,
+        idempotency_key=idempotency_key,
+        request_hash=request_hash,
+        interactive=interactive,
+    )
+    s.add(turn)
+    s.flush()
+    return turn, ([] if max_running is None else take_slots(s, user_id, max_running))
+
+
+def idempotent_turn(s: Session, user_id: str, key: str) -> Turn | None:
     return s.exec(select(Turn).where(Turn.user_id == user_id, Turn.idempotency_key == key)).first()
 
 
 def find_by_idempotency_key(db: Database, user_id: str, key: str) -> Turn | None:
     """The turn this user's Idempotency-Key already made, if any."""
     with db.read() as s:
-        return _by_idempotency_key(s, user_id, key)
+        return idempotent_turn(s, user_id, key)
 
 
-def _same_request(turn: Turn, request_hash: str | None) -> Turn:
+def same_request(turn: Turn, request_hash: str | None) -> Turn:
     if turn.request_hash != request_hash:
         raise IdempotencyConflict()
     return turn

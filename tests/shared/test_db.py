@@ -62,3 +62,25 @@ def test_migrations_have_a_single_head(settings):
 
     heads = ScriptDirectory.from_config(alembic_config(settings.sqlalchemy_url)).get_heads()
     assert len(heads) == 1, f"merge the migration branches: heads {heads}"
+
+
+@pytest.mark.sqlite_only
+def test_the_provenance_migration_gives_foreground_skills_to_their_user(tmp_data_dir):
+    """Issue 12: 0011_learning keeps what each row meant: foreground agent skills were made because the user
+    asked (now the user's), review skills stay the agent's, installed and bundled rows are unchanged."""
+    from shared.migrate import upgrade
+
+    url = f"sqlite:///{tmp_data_dir / f'{uuid.uuid4().hex}.db'}"
+    upgrade(url, "0010")
+    database = Database(url)
+    with database.write() as s:
+        s.execute(text("INSERT INTO users (id, name, created_at) VALUES ('u1', 'u1', '2026-01-01')"))
+        for name, origin, by in (("fg", "agent", "agent"), ("rv", "agent", "review"), ("inst", "user", "user"),
+                                 ("bund", "bundled", None)):
+            s.execute(text("INSERT INTO skills (user_id, name, origin, created_by, state, pinned, view_count, "
+                           "use_count, patch_count, created_at) VALUES ('u1', :n, :o, :b, 'active', 0, 0, 0, 0, "
+                           "'2026-01-01')"), {"n": name, "o": origin, "b": by})
+    upgrade(url)
+    with database.read() as s:
+        rows = dict(s.execute(text("SELECT name, origin FROM skills")).all())
+    assert rows == {"fg": "user", "rv": "agent", "inst": "user", "bund": "bundled"}

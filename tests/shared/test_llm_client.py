@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from shared.config import load_settings
-from shared.errors import ModelAuthError, ModelRequestError, ModelUnavailable
+from shared.errors import ContextOverflow, ModelAuthError, ModelRequestError, ModelUnavailable
 from shared.llm import Cancelled, Completion, LLMClient, get_llm
 from tests.fakes.model import Reply, fail, text, tool_call
 from tests.support.env import free_port
@@ -190,14 +190,74 @@ def test_bad_key_fails_at_once_without_fallback(model):
 
 
 def test_refused_request_raises_model_request_error_with_the_providers_message(model):
-    model.script(fail(400, "context length exceeded"))
+    model.script(fail(400, "unknown parameter 'frobnicate'"))
 
     with pytest.raises(ModelRequestError) as caught:
         make_client(LLM_FALLBACK_MODEL="").complete(HELLO)
 
     assert caught.value.code == "model_bad_request"
-    assert "context length exceeded" in caught.value.message
+    assert "unknown parameter 'frobnicate'" in caught.value.message
     assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize("status, message", [
+    (400, "This model's maximum context length is 128000 tokens. However, your messages resulted in 130001 tokens."),
+    (400, "prompt is too long: 210000 tokens > 200000 maximum"),
+    (413, "Request too large: too many tokens"),
+])
+def test_a_context_overflow_is_its_own_error_and_skips_the_fallback(model, status, message):
+    """Issue 12: the caller compresses and asks again; a fallback model would not see less."""
+    model.script(fail(status, message))
+
+    with pytest.raises(ContextOverflow) as caught:
+        make_client(LLM_FALLBACK_MODEL="backup").complete(HELLO)
+
+    assert caught.value.code == "context_overflow"
+    assert len(model.requests) == 1
+
+
+def test_an_answer_cut_by_the_output_limit_is_continued_and_joined(model):
+    """Issue 12: finish_reason=length was returned as if whole. Now up to 3 continuations with a raised cap."""
+    model.script(text("The first half, ", finish_reason="length"), text("the second half, ", finish_reason="length"),
+                 text("and the end."))
+    streamed = []
+
+    answer = make_client(LLM_MAX_TOKENS="1000").complete(HELLO, on_delta=streamed.append)
+
+    assert answer.content == "The first half, the second half, and the end." == "".join(streamed)
+    assert answer.finish_reason == "stop"
+    first, second, third = [r.body for r in model.requests]
+    assert "max_tokens" not in first and (second["max_tokens"], third["max_tokens"]) == (2000, 4000)
+    assert third["messages"][-2] == {"role": "assistant", "content": "The first half, the second half, "}
+    assert "truncated by the output length limit" in third["messages"][-1]["content"]
+
+
+def test_an_answer_still_cut_after_three_continuations_says_so(model):
+    model.script(*[text(f"part{i} ", finish_reason="length") for i in range(4)])
+
+    answer = make_client().complete(HELLO)
+
+    assert len(model.requests) == 4
+    assert answer.content.startswith("part0 part1 part2 part3 ") and "cut by the model's output limit" in answer.content
+
+
+def test_a_cut_tool_call_is_asked_again_and_never_returned_half_formed(model):
+    model.script(tool_call([("read_file", {"path": "notes.txt"})], finish_reason="length"),
+                 tool_call([("read_file", {"path": "notes.txt"})]))
+
+    answer = make_client().complete(HELLO, tools=[{"type": "function", "function": {"name": "read_file"}}])
+
+    first, second = [r.body for r in model.requests]
+    assert second["messages"] == first["messages"] and second["max_tokens"] > 0
+    assert [c.name for c in answer.tool_calls] == ["read_file"] and answer.finish_reason == "tool_calls"
+
+
+def test_a_tool_call_cut_every_time_is_not_run(model):
+    model.script(*[tool_call([("read_file", {"path": "x"})], finish_reason="length") for _ in range(4)])
+
+    answer = make_client().complete(HELLO, tools=[{"type": "function", "function": {"name": "read_file"}}])
+
+    assert answer.tool_calls == [] and "tool call was not run" in answer.content
 
 
 def test_refused_request_tries_the_fallback_once(model):

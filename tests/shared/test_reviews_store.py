@@ -87,7 +87,8 @@ def test_one_review_of_a_session_runs_at_a_time_and_a_dead_workers_review_is_tak
     assert reviews.claim_next(db, chat.id, "reviewer-c", 0) is None  # completed reviews never run again
 
 
-def test_a_call_is_written_once_and_a_write_resets_the_sessions_counter(db, chat):
+def test_a_call_is_written_once_and_a_write_keeps_the_turns_that_came_after_its_trigger(db, chat):
+    """Issue 12: a review's write reset the counter to 0, erasing the turns finished after it was triggered."""
     review = due_review(db, chat.user_id, chat.id)
     run_turns(db, chat, 3, intervals=Intervals(memory=0, skill=0))
     reviews.claim_next(db, chat.id, "reviewer-a", 60)
@@ -102,7 +103,7 @@ def test_a_call_is_written_once_and_a_write_resets_the_sessions_counter(db, chat
     [call] = reviews.ledger(db, review.id)
     assert (call.outcome, call.result, call.finished_at is not None) == ("applied", result, True)
     assert reviews.get_review(db, review.id).messages == [message]
-    assert reviews.counters(db, chat.id).turns_since_memory == 0
+    assert reviews.counters(db, chat.id).turns_since_memory == 3
 
 
 def test_a_review_nobody_picked_up_is_handed_back_by_the_sessions_next_turn(db, chat):

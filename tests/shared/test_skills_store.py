@@ -51,7 +51,7 @@ def test_a_user_sees_bundled_skills_and_their_own_never_another_users(stores, tm
     bob.install(SkillInstall(name="bobs-notes", content=skill_md("bobs-notes", "Bob's own.")))
 
     assert [(s.name, s.origin.value, s.created_by) for s in alice.summaries()] == [
-        ("brew-tea", "agent", "agent"), ("house-style", "bundled", None), ("old-habit", "bundled", None)]
+        ("brew-tea", "user", "agent"), ("house-style", "bundled", None), ("old-habit", "bundled", None)]
     assert "bobs-notes" not in [s.name for s in alice.summaries()]
     assert code_of(lambda: alice.detail("bobs-notes")) == "skill_not_found"
     assert code_of(lambda: SkillEditor(alice, "agent").patch("bobs-notes", "Bob", "Eve")) == "skill_not_found"
@@ -109,13 +109,14 @@ def test_archiving_a_bundled_skill_hides_it_for_that_user_only(stores):
     assert alice.restore("old-habit").state is SkillState.active
 
 
-def test_stale_skills_leave_the_index_and_a_view_brings_them_back(stores):
+def test_a_stale_skill_stays_in_the_index_and_a_view_makes_it_active(stores):
+    """Issue 12: a stale skill left the index, so learned procedures quietly vanished (the anchor keeps them)."""
     store = stores()
-    SkillEditor(store, "agent").create("brew-tea", skill_md("brew-tea"))
+    SkillEditor(store, "review").create("brew-tea", skill_md("brew-tea"))
 
     store.set_stale("brew-tea")
     assert store.detail("brew-tea").state is SkillState.stale
-    assert "brew-tea" not in dict(store.index())
+    assert "brew-tea" in dict(store.index())
     assert code_of(lambda: store.set_stale("brew-tea")) == "invalid_state"
 
     store.mark_used(store.usable("brew-tea"))  # still viewable while stale
@@ -184,7 +185,7 @@ def test_symlinked_skills_and_files_are_invisible_or_refused(stores, tmp_path):
 
 def test_the_activity_clock_follows_the_shared_clock(stores, monkeypatch):
     store = stores()
-    SkillEditor(store, "agent").create("brew-tea", skill_md("brew-tea"))
+    SkillEditor(store, "review").create("brew-tea", skill_md("brew-tea"))
     later = clock.utcnow() + timedelta(days=15)
     monkeypatch.setattr(clock, "utcnow", lambda: later)
 

@@ -160,18 +160,44 @@ def test_bundled_skills_are_read_only_to_every_writer(store):
     assert (store.roots.bundled / "house-style" / "SKILL.md").read_text() == skill_md("house-style", "Bundled.")
 
 
-def test_a_review_may_only_change_what_the_agent_or_a_review_created(store, agent):
+def test_only_a_reviews_skills_are_the_agents_and_a_review_may_change_only_those(store, agent):
+    """Issue 12: a skill the foreground agent created because the user asked is the user's (as in the anchor)."""
     store.install(SkillInstall(name="users-own", content=skill_md("users-own", body="Mine.\n")))
     review = SkillEditor(store, "review")
 
-    assert code_of(lambda: review.patch("users-own", "Mine.", "Ours.")) == "skill_read_only"
-    assert code_of(lambda: review.edit("users-own", skill_md("users-own"))) == "skill_read_only"
-    assert code_of(lambda: review.delete("users-own")) == "skill_read_only"
-    assert review.patch("brew-tea", "Boil water.", "Boil water once.")["success"]
+    for name in ("users-own", "brew-tea"):  # installed by the user; created in the foreground by the agent
+        assert code_of(lambda: review.patch(name, "Boil water.", "Ours.")) == "skill_read_only"
+        assert code_of(lambda: review.edit(name, skill_md(name))) == "skill_read_only"
+        assert code_of(lambda: review.delete(name)) == "skill_read_only"
     review.create("from-review", skill_md("from-review"))
     assert review.patch("from-review", "Boil", "Heat")["success"]
     assert SkillEditor(store, "agent").patch("users-own", "Mine.", "Edited by the agent.")["success"]
-    assert skill_records.record(store.db, store.user_id, "from-review").created_by == "review"
+    rows = {name: skill_records.record(store.db, store.user_id, name) for name in ("brew-tea", "from-review")}
+    assert [(r.origin, r.created_by) for r in rows.values()] == [("user", "agent"), ("agent", "review")]
+
+
+def test_a_review_never_writes_a_pinned_skill(store):
+    review = SkillEditor(store, "review")
+    review.create("from-review", skill_md("from-review"))
+    store.set_pinned("from-review", True)
+
+    assert code_of(lambda: review.patch("from-review", "Boil", "Heat")) == "skill_pinned"
+    assert code_of(lambda: review.write_file("from-review", "references/x.md", "x")) == "skill_pinned"
+    assert SkillEditor(store, "agent").patch("from-review", "Boil", "Heat")["success"]  # the foreground may
+
+
+def test_a_review_must_view_the_exact_file_before_rewriting_it(store):
+    SkillEditor(store, "review").create("from-review", skill_md("from-review"))
+    SkillEditor(store, "review").write_file("from-review", "references/notes.md", "Note one.\n")
+    blind = SkillEditor(store, "review", viewed=frozenset({("from-review", "references/notes.md")}))
+
+    assert code_of(lambda: blind.patch("from-review", "Boil", "Heat")) == "skill_not_read"
+    assert code_of(lambda: blind.edit("from-review", skill_md("from-review", body="New.\n"))) == "skill_not_read"
+    assert blind.patch("from-review", "Note one.", "Note two.", file_path="references/notes.md")["success"]
+    assert blind.write_file("from-review", "references/new.md", "A new file needs no read.")["success"]
+    assert code_of(lambda: blind.write_file("from-review", "references/new.md", "again")) == "skill_not_read"
+    read = SkillEditor(store, "review", viewed=frozenset({("from-review", "SKILL.md")}))
+    assert read.patch("from-review", "Boil", "Heat")["success"]
 
 
 def test_patch_matches_with_the_patch_tools_fuzzy_rules(store, agent):

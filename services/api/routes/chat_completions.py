@@ -11,7 +11,7 @@ from fastapi import APIRouter, Header, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from services.api.accept import accept_turn, check_input_size, request_hash
+from services.api.accept import accept_turn, announce_turn, check_input_size, request_hash
 from services.api.deps import CurrentUser, DbDep, Enqueue, EnqueueDep, SettingsDep
 from services.api.errors import error_response
 from services.api.openai_models import (
@@ -31,7 +31,7 @@ from shared.config import Settings
 from shared.db import Database
 from shared.errors import IdempotencyConflict
 from shared.models.turns import Turn
-from shared.stores import sessions, turns
+from shared.stores import conversations, sessions, turns
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def _start_turn(
     session_id: str | None,
     idempotency_key: str | None = None,
 ) -> Turn:
-    """Continue the stored session named by X-Session-Id, or open one seeded with the client's history.
+    """Continue the session named by X-Session-Id, else the conversation's own session (found, created or forked).
 
     A retry with the same Idempotency-Key and body waits on the first request's turn instead of
     running it again; the same key with another body is 409 idempotency_key_reused.
@@ -70,13 +70,14 @@ def _start_turn(
             return existing
     if session_id:
         sessions.get_session(db, user_id, session_id)
-    else:
-        row = sessions.create_session(db, user_id, source="chat_completions", instructions=body.instructions)
-        if body.history:
-            sessions.append_messages(db, row.id, body.history)
-        session_id = row.id
-    return accept_turn(db, enqueue, settings, user_id=user_id, session_id=session_id, text=text,
-                       idempotency_key=idempotency_key, body_hash=digest, interactive=False)
+        return accept_turn(db, enqueue, settings, user_id=user_id, session_id=session_id, text=text,
+                           idempotency_key=idempotency_key, body_hash=digest, interactive=False)
+    key = conversations.conversation_key(user_id, body.instructions, body.first_user_text)
+    turn, sent = conversations.accept_conversation_turn(
+        db, user_id, instructions=body.instructions, history=body.history, text=text, key=key,
+        idempotency_key=idempotency_key, request_hash=digest, max_running=settings.max_running_turns_per_user)
+    announce_turn(enqueue, turn, sent)
+    return turn
 
 
 def _failure(event: Event) -> tuple[str, str]:

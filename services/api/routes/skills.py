@@ -1,4 +1,4 @@
-"""Skills of the calling user: list, read, install, pin, unpin, archive, restore.
+"""Skills of the calling user: list, read, install, pin, unpin, archive, restore, and staged writes.
 
 Another user's skill is answered like a missing one (404): each user's store only sees its own folder.
 """
@@ -11,8 +11,19 @@ from services.api.deps import CurrentUser, DbDep, SettingsDep
 from services.api.schemas import error_responses
 from shared.config import Settings
 from shared.db import Database
-from shared.models.skills import SkillDetail, SkillInstall, SkillList, SkillSummary
+from shared.models.memory import StagedDecisionBody
+from shared.models.skills import (
+    SkillDetail,
+    SkillInstall,
+    SkillList,
+    SkillStagedDecision,
+    SkillStagedList,
+    SkillStagedPublic,
+    SkillStagedWrite,
+    SkillSummary,
+)
 from shared.models.users import User
+from shared.stores import skill_staged
 from shared.stores.skills import SkillStore
 
 router = APIRouter(prefix="/v1/skills", tags=["skills"], responses=error_responses(401, 422))
@@ -32,6 +43,25 @@ def list_skills(db: DbDep, settings: SettingsDep, user: CurrentUser) -> SkillLis
 def install_skill(body: SkillInstall, db: DbDep, settings: SettingsDep, user: CurrentUser) -> SkillDetail:
     """Install a skill folder (SKILL.md plus supporting files), checked and threat-scanned before it is written."""
     return _store(db, settings, user).install(body)
+
+
+def _staged(row: SkillStagedWrite) -> SkillStagedPublic:
+    return SkillStagedPublic.model_validate(row, from_attributes=True)
+
+
+@router.get("/pending", response_model=SkillStagedList)
+def list_pending(db: DbDep, user: CurrentUser) -> SkillStagedList:
+    """Skill writes waiting for a decision (SKILL_WRITE_APPROVAL), oldest first, each with its diff."""
+    return SkillStagedList(data=[_staged(row) for row in skill_staged.list_pending(db, user.id)])
+
+
+@router.post("/pending/{staged_id}", response_model=SkillStagedDecision,
+             responses=error_responses(400, 403, 404, 409))
+def decide_pending(staged_id: str, body: StagedDecisionBody, db: DbDep, user: CurrentUser,
+                   settings: SettingsDep) -> SkillStagedDecision:
+    """Approve (applied now, as its writer, under the rules of now) or deny; 409 once decided or expired."""
+    row, result = skill_staged.decide(db, settings, user.id, staged_id, approve=body.decision == "approve")
+    return SkillStagedDecision(staged=_staged(row), result=result)
 
 
 @router.get("/{name}", response_model=SkillDetail, responses=error_responses(404))

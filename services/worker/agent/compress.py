@@ -6,7 +6,8 @@ Stored messages are never touched: a compaction row records the summary and the 
 Compression is the one moment a session's system prompt may be rebuilt with a fresh memory
 snapshot. Anti-thrash: at most one compression per model call; after two ineffective attempts in a
 row the session stops trying until it has grown by a tail's worth; a summary call that failed on auth
-or network pauses it for ten minutes.
+or network pauses it for ten minutes. A provider that refuses a prompt as too long for its window
+gets one forced compression and the call once more (`recovering`), instead of a failed turn.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import timedelta
 from typing import Any, Callable, Protocol
 
 from shared.clock import utcnow
-from shared.errors import ModelAuthError, ModelError, ModelUnavailable
+from shared.errors import ContextOverflow, ModelAuthError, ModelError, ModelUnavailable
 from shared.logs import Redactor
 from shared.models.compactions import INEFFECTIVE, Compaction, CompactionOutcome
 from shared.models.sessions import ChatSession, Message
@@ -84,6 +85,22 @@ def before_call(run: TurnRunLike, tools: list[dict] | None) -> None:
         Compression(run, tools, tokens).run()
 
 
+def recovering(run: TurnRunLike, tools: list[dict] | None, call: Callable[[], Any]) -> Any:
+    """`call()`; when the provider says the prompt does not fit, compress (whatever the pauses say) and call once more."""
+    try:
+        return call()
+    except ContextOverflow as overflow:
+        if not run.rt.settings.compression_enabled:
+            raise
+        log.warning("the provider refused the prompt as too long; compressing and asking again (%s)",
+                    overflow.message[:160])
+        before = run.messages
+        Compression(run, tools, prompt_tokens(run.system_prompt, run.messages, tools), forced=True).run()
+        if run.messages is before:
+            raise  # nothing could be compressed: the turn fails with the provider's reason
+        return call()
+
+
 def paused(attempts: list[Compaction], tokens: int, regrowth: int) -> bool:
     """Whether the session's recent attempts say not to try again now.
 
@@ -108,7 +125,8 @@ def summary_role(window: Window) -> str:
 class Compression:
     """One compression attempt for one model call."""
 
-    def __init__(self, run: TurnRunLike, tools: list[dict] | None, tokens: int) -> None:
+    def __init__(self, run: TurnRunLike, tools: list[dict] | None, tokens: int, *, forced: bool = False) -> None:
+        self.forced = forced  # the provider refused the prompt: the anti-thrash pause does not apply
         self.turn_run = run
         self.tools = tools
         self.before = tokens
@@ -119,7 +137,7 @@ class Compression:
     def run(self) -> None:
         db = self.rt.db
         attempts = sessions.recent_compaction_attempts(db, self.session_id, MAX_INEFFECTIVE)
-        if paused(attempts, self.before, tail_budget(self.rt.settings)):
+        if not self.forced and paused(attempts, self.before, tail_budget(self.rt.settings)):
             return
         stored = self.rt.transcripts.load(db, self.session_id)
         window = plan(stored, sessions.latest_compaction(db, self.session_id), self.rt.settings)

@@ -37,9 +37,25 @@ def prompt_tokens(system_prompt: str, messages: list[dict], tools: list[dict] | 
     return text_tokens(system_prompt) + sum(message_tokens(m) for m in messages) + schemas
 
 
+LARGE_WINDOW = 512_000  # below this, the threshold is never under COMPRESSION_SMALL_WINDOW_SHARE
+DEGENERATE_SHARE = 0.85  # when the floor does not fit in the window
+
+
 def threshold_tokens(settings: Settings) -> int:
-    """The prompt size past which the session's context is compressed."""
-    return int(settings.llm_context_window * settings.compression_threshold)
+    """The prompt size past which the session's context is compressed (the anchor's arithmetic).
+
+    The share of the window left after the answer's max_tokens, raised to 75% for windows under 512K
+    tokens, and never under the 64K-token floor; a window the floor does not fit in uses 85% of it.
+    """
+    window = settings.llm_context_window
+    usable = max(1, window - max(0, settings.llm_max_tokens))
+    share = settings.compression_threshold
+    if window < LARGE_WINDOW:
+        share = max(share, settings.compression_small_window_share)
+    floor = settings.compression_floor_tokens
+    if floor >= usable:
+        return int(usable * DEGENERATE_SHARE)
+    return max(int(usable * share), floor)
 
 
 def tail_budget(settings: Settings) -> int:

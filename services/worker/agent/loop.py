@@ -231,8 +231,9 @@ class TurnRun:
             raise Released()
         compress.before_call(self, tools)
         self.partial = []
-        messages = [{"role": "system", "content": self.system_prompt}, *self.messages]
-        completion = self.rt.llm.complete(messages, tools=tools, on_delta=self.on_delta, cancelled=self.interrupted)
+        completion = compress.recovering(self, tools, lambda: self.rt.llm.complete(
+            [{"role": "system", "content": self.system_prompt}, *self.messages], tools=tools,
+            on_delta=self.on_delta, cancelled=self.interrupted))
         self.partial = []
         self.usage["model_calls"] += 1
         self.usage["prompt_tokens"] += completion.usage.prompt_tokens

@@ -2,7 +2,8 @@
 
 The review sees only memory, skills_list, skill_view and skill_manage: the parent's own tool
 objects, so their schemas are byte-identical to what the parent sent. Skill writes run as the
-writer "review" (only skills the agent created may change). Every call is written to the ledger
+writer "review": only unpinned skills a review created may change, and only files this review loaded
+with skill_view (read from the ledger, so a takeover keeps what was read). Every call is written to the ledger
 before it runs; a call found written but unfinished after a takeover has an unknown effect, so it
 is answered as interrupted and never run again.
 """
@@ -13,7 +14,8 @@ import json
 from typing import Any, Callable
 
 from shared.llm import ToolCall
-from shared.models.reviews import CallOutcome, Review
+from shared.models.reviews import CallOutcome, Review, ReviewCall
+from shared.stores.skill_format import SKILL_FILE
 from shared.stores import reviews
 from services.worker.agent.toolcalls import ToolBatch
 from services.worker.runtime import Runtime
@@ -23,10 +25,6 @@ from services.worker.tools.skills import writing_as
 REVIEW_TOOLS = ("memory", "skills_list", "skill_view", "skill_manage")
 RESETS = {"memory": "memory", "skill_manage": "skill"}  # the counter a successful write resets
 WRITES = frozenset(RESETS)
-SKILLS_NEED_APPROVAL = (
-    "Skill changes from a background review are refused while MEMORY_WRITE_APPROVAL is on: skill writes "
-    "cannot be staged for approval yet. Nothing was written."
-)
 
 
 def review_tools(registry: ToolRegistry) -> ToolRegistry:
@@ -103,7 +101,20 @@ class ReviewCalls:
 
     def execute(self, call: ToolCall) -> str:
         """Run one call as the foreground agent would, except that skill writes are the review's."""
-        if call.name == "skill_manage" and self.rt.settings.memory_write_approval:
-            return json.dumps({"success": False, "error": SKILLS_NEED_APPROVAL})
-        with writing_as("review"):
+        with writing_as("review", viewed_files(reviews.ledger(self.rt.db, self.review.id))):
             return ToolBatch(self.tools, self.ctx, self.cancelled).run([call], lambda result: None)[0].content
+
+
+def viewed_files(ledger: list[ReviewCall]) -> frozenset[tuple[str, str]]:
+    """(skill, file) of every skill_view this review made that answered: what it may now rewrite."""
+    seen = set()
+    for call in ledger:
+        if call.name != "skill_view" or call.outcome != CallOutcome.done.value:
+            continue
+        try:
+            args = json.loads(call.arguments)
+        except ValueError:
+            continue
+        if isinstance(args, dict) and isinstance(args.get("name"), str):
+            seen.add((args["name"], args.get("file_path") or SKILL_FILE))
+    return frozenset(seen)

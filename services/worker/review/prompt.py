@@ -41,6 +41,15 @@ MEMORY_RULES = (
 
 SKILL_RULES = (
     "Skills (skills_list, skill_view, skill_manage):",
+    "- Be active: most conversations with real work in them deserve at least one skill update. A pass that "
+    "saves nothing is a missed chance, not the default.",
+    "- Prefer, in this order: (1) patch a skill that was loaded or viewed in this conversation; (2) patch an "
+    "existing umbrella skill for this class of task (find it with skills_list, read it with skill_view); (3) add "
+    "a support file to such a skill (references/ for detail or condensed knowledge, templates/ for starters, "
+    "scripts/ for re-runnable actions) with a one-line pointer in its SKILL.md; (4) only then create a new "
+    "umbrella skill.",
+    "- Load the exact file with skill_view before you patch or rewrite it; a write to a file you did not load in "
+    "this review is refused.",
     "- A skill is a class-level procedure for a kind of task, not a record of this session. Name it for the "
     'class of task (for example "deploy-static-site"), never for a ticket, an error message or a one-off.',
     "- In SKILL.md put the steps first, then the pitfalls, each as a rule with one clause of why (\"Run "
@@ -52,7 +61,10 @@ SKILL_RULES = (
     "- A correction from the user about style, format or workflow belongs in the skill for that task.",
     "- Never capture transient errors, missing binaries, unconfigured credentials, or claims that a tool does not "
     "work; if a setup problem was solved, capture the fix.",
-    "- You may change only skills the agent created; bundled and user-installed skills are read-only.",
+    "- User preferences about how to do a kind of task belong in that skill's SKILL.md, not only in memory.",
+    "- When two skills overlap, say so in your final reply for the curator; do not merge or delete them yourself.",
+    "- You may change only skills a review created; the user's own skills (installed, or created because they "
+    "asked), pinned skills and bundled skills are read-only.",
 )
 
 CLOSING = (

@@ -40,8 +40,21 @@ def succeeded(content: Any) -> bool:
     return isinstance(value, dict) and value.get("success") is True
 
 
+MEMORY_ACTIONS = ("add", "replace", "remove")
+
+
+def valid_memory_call(call: dict[str, Any]) -> bool:
+    """A memory call whose arguments name a real action or a batch: it resets the memory counter, as in the
+    anchor, even when the store refused it (over the limit, no match)."""
+    try:
+        args = json.loads((call.get("function") or {}).get("arguments") or "")
+    except ValueError:
+        return False
+    return isinstance(args, dict) and (args.get("action") in MEMORY_ACTIONS or isinstance(args.get("operations"), list))
+
+
 def turn_count(turn: Turn, rows: list[Message], *, completed: bool) -> TurnCount:
-    """What this turn adds: its model calls (one assistant message each) and its successful writes."""
+    """What this turn adds: its model calls (one assistant message each), its valid memory calls and skill writes."""
     ok_calls = {m.tool_call_id for m in rows if m.role == "tool" and succeeded(m.content)}
     assistant = [m for m in rows if m.role == "assistant"]
     memory_written = False
@@ -49,9 +62,10 @@ def turn_count(turn: Turn, rows: list[Message], *, completed: bool) -> TurnCount
     for index, message in enumerate(assistant):
         for call in message.tool_calls or []:
             name = (call.get("function") or {}).get("name")
+            if name == MEMORY_TOOL and valid_memory_call(call):
+                memory_written = True
             if call.get("id") not in ok_calls:
                 continue
-            memory_written = memory_written or name == MEMORY_TOOL
             if name == SKILL_TOOL:
                 last_skill_write = index
     after_skill = None if last_skill_write is None else len(assistant) - 1 - last_skill_write

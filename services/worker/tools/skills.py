@@ -12,27 +12,32 @@ from contextvars import ContextVar
 from typing import Any, Iterator
 
 from shared.db import get_database
-from shared.errors import InvalidInput
 from shared.models.skills import SkillWriter
 from shared.stores.skill_format import SKILL_FILE, SUPPORT_DIRS
-from shared.stores.skill_writes import SkillEditor
+from shared.stores import skill_staged
+from shared.stores.skill_writes import ACTIONS, SkillEditor
 from shared.stores.skills import SkillStore
 from services.worker.tools.registry import Tool, ToolContext, register
 
 MAX_VIEW_CHARS = 100_000
-ACTIONS = ("create", "edit", "patch", "delete", "write_file", "remove_file")
 
 WRITER: ContextVar[SkillWriter] = ContextVar("skill_writer", default=SkillWriter.agent)
+VIEWED: ContextVar[frozenset[tuple[str, str]] | None] = ContextVar("skills_viewed", default=None)
 
 
 @contextmanager
-def writing_as(writer: SkillWriter | str) -> Iterator[None]:
-    """Run the enclosed tool calls' skill writes as `writer` (the review binds "review")."""
-    token = WRITER.set(SkillWriter(writer))
+def writing_as(writer: SkillWriter | str, viewed: frozenset[tuple[str, str]] | None = None) -> Iterator[None]:
+    """Run the enclosed tool calls' skill writes as `writer` (the review binds "review").
+
+    `viewed` holds the (skill, file) pairs already loaded with skill_view: with it, a write to an
+    existing file not among them is refused (the anchor's read-before-write guard for reviews).
+    """
+    tokens = WRITER.set(SkillWriter(writer)), VIEWED.set(viewed)
     try:
         yield
     finally:
-        WRITER.reset(token)
+        WRITER.reset(tokens[0])
+        VIEWED.reset(tokens[1])
 
 
 def _store(ctx: ToolContext) -> SkillStore:
@@ -69,23 +74,14 @@ def skill_view(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def skill_manage(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    """Create, edit, patch, delete (archive) a skill, or write or remove one of its supporting files."""
-    action, name = args["action"], args["name"]
-    editor = SkillEditor(_store(ctx), WRITER.get())
-    if action == "create":
-        return editor.create(name, args.get("content"))
-    if action == "edit":
-        return editor.edit(name, args.get("content"))
-    if action == "patch":
-        return editor.patch(name, args.get("old_string"), args.get("new_string"),
-                            replace_all=bool(args.get("replace_all")), file_path=args.get("file_path"))
-    if action == "delete":
-        return editor.delete(name)
-    if action == "write_file":
-        return editor.write_file(name, args.get("file_path"), args.get("file_content"))
-    if action == "remove_file":
-        return editor.remove_file(name, args.get("file_path"))
-    raise InvalidInput(f"Unknown action {action!r}; use one of: {', '.join(ACTIONS)}.", code="skill_action_invalid")
+    """Create, edit, patch, delete (archive) a skill, or write or remove one of its supporting files.
+
+    Under SKILL_WRITE_APPROVAL the write is checked now and staged with its diff for a person to decide.
+    """
+    editor = SkillEditor(_store(ctx), WRITER.get(), VIEWED.get())
+    if ctx.settings.skill_write_approval:
+        return skill_staged.stage(editor, ctx.settings, args["action"], args, session_id=ctx.session_id)
+    return editor.apply(args["action"], args)
 
 
 _NAME = {"type": "string", "description": "The skill's name (its folder): lowercase letters, digits, '.', '_', '-'."}

@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from shared.queue.app import enqueue
-from shared.stores import sessions, turns
+from shared.stores import reviews, sessions, turns
 from tests.fakes.model import fail, text, tool_call
 from tests.support.factories import make_session, make_user
 from tests.support.live import serve_api
@@ -204,3 +204,92 @@ def test_the_same_idempotency_key_with_another_body_is_409(oai, model):
         oai.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "second body"}],
                                     extra_headers=headers)
     assert raised.value.code == "idempotency_key_reused"
+
+
+def _chat(oai, messages: list[dict], **kwargs):
+    """One request as Open WebUI sends it: the whole history, no session header; (answer, session id)."""
+    raw = oai.chat.completions.with_raw_response.create(model="scripted", messages=messages, **kwargs)
+    return raw.parse().choices[0].message.content, raw.headers["x-session-id"]
+
+
+def test_a_client_resending_its_whole_history_keeps_one_session(oai, chat_api, model, db, user):
+    """Issue 12: without X-Session-Id every request opened a new session holding a copy of the history, so
+    reviews never fired and search saw each message once per request. Now the conversation keeps one session."""
+    history = [{"role": "system", "content": "You are terse."}]
+    seen = set()
+    for n in range(1, 13):
+        history.append({"role": "user", "content": f"exchange zebra{n}q please"})
+        answer, session_id = _chat(oai, history)
+        seen.add(session_id)
+        history.append({"role": "assistant", "content": answer})
+    assert len(seen) == 1
+    session_id = seen.pop()
+    stored = sessions.list_messages(db, session_id)
+    assert len(stored) == 24
+    assert [m.role for m in stored] == ["user", "assistant"] * 12
+    due = [r for r, _ in reviews.list_reviews(db, user.id, session_id=session_id)
+           if r.trigger in ("memory", "both")]
+    assert [turns.get_turn(db, user.id, r.turn_id).seq for r in due] == [10]
+    for n in (1, 7, 12):
+        found = httpx.get(f"{chat_api}/v1/search", params={"q": f"zebra{n}q", "limit": 50},
+                          headers=user.headers, timeout=30).json()["data"]
+        assert len(found) == 2  # the question and the answer that echoes it, each once
+
+
+def test_a_regenerated_answer_forks_the_conversation_and_leaves_the_old_session_intact(oai, model, db):
+    first = [{"role": "user", "content": "fork check alpha"}]
+    answer, original = _chat(oai, first)
+    first.append({"role": "assistant", "content": answer})
+    _, same = _chat(oai, first + [{"role": "user", "content": "fork check beta"}])
+    assert same == original
+    before = [(m.role, m.content) for m in sessions.list_messages(db, original)]
+    edited = [{"role": "user", "content": "fork check alpha"}, {"role": "assistant", "content": "an edited answer"},
+              {"role": "user", "content": "fork check gamma"}]
+    _, forked = _chat(oai, edited)
+    assert forked != original
+    assert [(m.role, m.content) for m in sessions.list_messages(db, original)] == before
+    assert [(m.role, m.content) for m in sessions.list_messages(db, forked)][:2] == [
+        ("user", "fork check alpha"), ("assistant", "an edited answer")]
+    assert sessions.get_session(db, None, forked).conversation_key == sessions.get_session(db, None, original).conversation_key
+
+
+def test_the_same_first_message_from_another_user_or_prompt_is_another_conversation(oai, chat_api, model, db):
+    other = make_user(db)
+    _, mine = _chat(oai, [{"role": "user", "content": "hello there"}])
+    _, prompted = _chat(oai, [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}])
+    with openai.OpenAI(base_url=f"{chat_api}/v1", api_key=other.key, max_retries=0, timeout=30) as theirs:
+        _, their_session = _chat(theirs, [{"role": "user", "content": "hello there"}])
+    keys = {sessions.get_session(db, None, s).conversation_key for s in (mine, prompted, their_session)}
+    assert len(keys) == 3
+
+
+def test_history_the_session_lacks_is_added_once_before_the_new_turn(oai, model, db):
+    answer, session_id = _chat(oai, [{"role": "user", "content": "extra history one"}])
+    history = [{"role": "user", "content": "extra history one"}, {"role": "assistant", "content": answer},
+               {"role": "user", "content": "a message the client added"},
+               {"role": "assistant", "content": "and an answer it added"},
+               {"role": "user", "content": "extra history two"}]
+    _, again = _chat(oai, history)
+    assert again == session_id
+    contents = [m.content for m in sessions.list_messages(db, session_id)]
+    assert contents.count("extra history one") == 1
+    assert contents.index("a message the client added") < contents.index("extra history two")
+    assert contents.count("and an answer it added") == 1
+
+
+def test_a_refused_turn_leaves_no_session_behind(oai, db, user, settings):
+    """One request's writes are one transaction: a turn that cannot be accepted leaves no seeded session."""
+    from shared.models.sessions import ChatSession
+    from sqlmodel import func, select
+
+    def count() -> int:
+        with db.read() as s:
+            return s.exec(select(func.count()).select_from(ChatSession).where(ChatSession.user_id == user.id)).one()
+
+    before = count()
+    big = "x" * (settings.max_input_bytes + 1)
+    with pytest.raises(openai.APIStatusError) as caught:
+        _chat(oai, [{"role": "user", "content": "seed"}, {"role": "assistant", "content": "ok"},
+                    {"role": "user", "content": big}])
+    assert caught.value.status_code == 413
+    assert count() == before

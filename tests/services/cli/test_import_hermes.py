@@ -56,7 +56,7 @@ def source_started_at() -> dict[str, datetime]:
         return {title: at(started) for title, started in conn.execute("SELECT title, started_at FROM sessions")}
 
 
-def test_the_import_brings_sessions_messages_memory_and_agent_created_skills(db, home, hstack_import):
+def test_the_import_brings_sessions_messages_memory_and_every_local_skill(db, home, hstack_import):
     user = make_user(db)
     code, out, err = hstack_import(home, user.name)
 
@@ -90,11 +90,10 @@ def test_the_import_brings_sessions_messages_memory_and_agent_created_skills(db,
 
     skills = {s.name: s for s in SkillStore.for_user(db, load_settings(), user.id).summaries()}
     assert skills["city-weekend-planning"].origin == "agent"
-    assert "my-packing-list" not in skills
-    assert "my-packing-list: not imported, the anchor does not mark it agent-created" in out
+    assert skills["my-packing-list"].origin == "user"  # not agent-created in the anchor: the user's own
     assert [line[:5] for line in out.splitlines() if line.startswith("[")] == ["[1/3]", "[2/3]", "[3/3]"]
     assert ("Done: sessions 2 imported / 0 skipped; messages 14 imported / 5 skipped; memory entries 5 imported "
-            "/ 0 skipped / 0 not fitting; skills 1 imported / 1 skipped.") in out
+            "/ 0 skipped / 0 not fitting; skills 2 imported / 0 skipped.") in out
 
 
 def test_a_second_import_adds_nothing(db, home, hstack_import):

@@ -51,7 +51,7 @@ def test_first_sight_starts_the_clock_and_prunes_nothing_even_for_old_skills(db,
 
 def test_a_user_with_a_recent_turn_is_skipped_until_two_quiet_hours_passed(db, settings, skills):
     mine = skills()
-    mine.agent("old-notes", writer="agent")  # the foreground agent's skills are curated too
+    mine.agent("old-notes")
     curate_user(settings, mine.user.id, clock.utcnow())
     clock.advance(15 * DAY)
     a_turn(db, mine.user.id)

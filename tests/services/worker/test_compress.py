@@ -22,7 +22,10 @@ from tests.support.factories import make_session
 from tests.support.live import serve_api
 
 MARKER = "context checkpoint summariser"
-SMALL = {"llm_context_window": 4000, "tools": ToolRegistry()}  # threshold 2000 tokens, a tail budget of 400
+# threshold 2000 tokens, a tail budget of 400: the anchor's floors are for real windows, so lowered here
+TINY_WINDOW = {"llm_context_window": 4000, "llm_max_tokens": 0, "compression_floor_tokens": 0,
+               "compression_small_window_share": 0.5}
+SMALL = {**TINY_WINDOW, "tools": ToolRegistry()}
 SUMMARY = "## Goal\nPlan the trip to Oslo.\n\n## Key Decisions\nTravel by train."
 
 

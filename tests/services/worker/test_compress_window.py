@@ -26,7 +26,8 @@ def ids(rows: list[Message]) -> list[int]:
 
 
 def test_the_first_compaction_keeps_the_head_and_a_budgeted_tail(settings):
-    custom = settings.model_copy(update={"llm_context_window": 4000, "compression_protect_last_n": 3})
+    custom = settings.model_copy(update={"llm_context_window": 4000, "compression_protect_last_n": 3, "llm_max_tokens": 0,
+                                            "compression_floor_tokens": 0, "compression_small_window_share": 0.5})
     window = plan(chat(20), None, custom)  # tail budget 400 tokens, soft ceiling 600: six 100-token messages
 
     assert ids(window.head) == [1, 2, 3]
@@ -35,7 +36,8 @@ def test_the_first_compaction_keeps_the_head_and_a_budgeted_tail(settings):
 
 
 def test_a_tool_group_the_tail_reaches_into_moves_into_it_whole(settings):
-    custom = settings.model_copy(update={"llm_context_window": 4000, "compression_protect_last_n": 3})
+    custom = settings.model_copy(update={"llm_context_window": 4000, "compression_protect_last_n": 3, "llm_max_tokens": 0,
+                                            "compression_floor_tokens": 0, "compression_small_window_share": 0.5})
     big = "y" * 2000
     rows = chat(12) + [row(13, "assistant", calls=2), row(14, "tool", big), row(15, "tool", big),
                        row(16, "user"), row(17, "assistant")]
@@ -46,7 +48,8 @@ def test_a_tool_group_the_tail_reaches_into_moves_into_it_whole(settings):
 
 
 def test_the_last_user_message_stays_in_the_tail_behind_a_long_tool_chain(settings):
-    custom = settings.model_copy(update={"llm_context_window": 4000, "compression_protect_last_n": 3})
+    custom = settings.model_copy(update={"llm_context_window": 4000, "compression_protect_last_n": 3, "llm_max_tokens": 0,
+                                            "compression_floor_tokens": 0, "compression_small_window_share": 0.5})
     chain = [m for i in range(0, 16, 2) for m in (row(22 + i, "assistant", calls=1), row(23 + i, "tool"))]
     window = plan(chat(20) + [row(21, "user")] + chain, None, custom)
 
@@ -55,7 +58,8 @@ def test_the_last_user_message_stays_in_the_tail_behind_a_long_tool_chain(settin
 
 
 def test_later_compactions_fold_the_old_head_into_the_summary(settings):
-    custom = settings.model_copy(update={"llm_context_window": 4000, "compression_protect_last_n": 3})
+    custom = settings.model_copy(update={"llm_context_window": 4000, "compression_protect_last_n": 3, "llm_max_tokens": 0,
+                                            "compression_floor_tokens": 0, "compression_small_window_share": 0.5})
     previous = Compaction(session_id="ses", outcome="compacted", head_through_id=3, summarized_through_id=14,
                           summary="## Goal\nearlier")
     window = plan(chat(30), previous, custom)

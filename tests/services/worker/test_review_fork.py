@@ -9,7 +9,7 @@ from shared.models.skills import SkillInstall
 from shared.stores import reviews, sessions
 from shared.stores.memory import MemoryStore
 from shared.stores.skills import SkillStore
-from services.worker.review.calls import REVIEW_TOOLS, SKILLS_NEED_APPROVAL
+from services.worker.review.calls import REVIEW_TOOLS
 from services.worker.review.drain import drain_reviews
 from services.worker.review.prompt import instruction
 from tests.fakes.model import fail, text, tool_call
@@ -66,6 +66,7 @@ def test_the_review_sends_the_parents_last_request_then_its_answer_then_one_inst
 
 def test_the_prefix_holds_when_a_compaction_shaped_the_parents_context(db, user, session, model, make_runtime, sent):
     runtime = make_runtime(memory_review_interval=6, skill_review_interval=0, llm_context_window=2000,
+                           llm_max_tokens=0, compression_floor_tokens=0, compression_small_window_share=0.5,
                            compression_protect_first_n=2)
     model.on("context checkpoint summariser", text("## Goal\nChat about trains."))
     long = "tell me about trains " * 40
@@ -112,7 +113,7 @@ def test_a_skill_review_creates_its_own_skill_but_may_not_touch_the_users(db, us
 
     refused, created = reviews.ledger(db, one_review(sent, db).id)
     assert (refused.outcome, created.outcome) == ("refused", "applied")
-    assert "may only change skills the agent created" in refused.result
+    assert "may only change skills a review created" in refused.result
     assert store.detail("my-way").content == user_md
     assert store.detail("release-notes").created_by == "review"
     model.script(text("hi"))
@@ -120,18 +121,19 @@ def test_a_skill_review_creates_its_own_skill_but_may_not_touch_the_users(db, us
     assert "- release-notes: Draft release notes from the changelog." in turn_requests(model)[-1]["messages"][0]["content"]
 
 
-def test_under_write_approval_memory_is_staged_and_skills_are_refused(db, user, session, model, make_runtime, sent):
+def test_memory_write_approval_stages_memory_and_no_longer_refuses_skill_learning(db, user, session, model,
+                                                                                  make_runtime, sent):
+    """Issue 12: MEMORY_WRITE_APPROVAL silently disabled skill learning (every review skill write refused)."""
     runtime = make_runtime(memory_review_interval=1, skill_review_interval=1, memory_write_approval=True)
     turns(db, runtime, user.id, session.id, "Always answer in British English.")
     model.on("[Background review — memory and skills]", tool_call([REMEMBER, CREATE]), text("Done."))
 
     drain_reviews(runtime, session.id)
 
-    staged, refused = reviews.ledger(db, one_review(sent, db).id)
-    assert (staged.outcome, refused.outcome) == ("staged", "refused")
-    assert SKILLS_NEED_APPROVAL in refused.result
+    staged, created = reviews.ledger(db, one_review(sent, db).id)
+    assert (staged.outcome, created.outcome) == ("staged", "applied")
     assert MemoryStore.for_user(runtime.settings, user.id).entries("user") == []
-    assert SkillStore.for_user(db, runtime.settings, user.id).locate("release-notes") is None
+    assert SkillStore.for_user(db, runtime.settings, user.id).locate("release-notes").origin.value == "agent"
 
 
 def test_a_model_failure_fails_the_review_with_its_code(db, user, session, model, make_runtime, sent):
@@ -143,3 +145,31 @@ def test_a_model_failure_fails_the_review_with_its_code(db, user, session, model
 
     review = one_review(sent, db)
     assert (review.status, review.error_code) == ("failed", "model_auth_failed")
+
+
+def test_a_review_must_view_a_skill_before_patching_it_and_never_writes_a_pinned_one(
+        db, user, session, model, make_runtime, sent):
+    """Issue 12: the anchor's read-before-write guard and pinned refusal, both recorded in the ledger."""
+    runtime = make_runtime(memory_review_interval=0, skill_review_interval=1)
+    store = SkillStore.for_user(db, runtime.settings, user.id)
+    from shared.stores.skill_writes import SkillEditor
+
+    SkillEditor(store, "review").create("release-notes", SKILL_MD)
+    SkillEditor(store, "review").create("kept-as-is", SKILL_MD.replace("release-notes", "kept-as-is"))
+    store.set_pinned("kept-as-is", True)
+    turns(db, runtime, user.id, session.id, "draft the release notes")
+    patch = {"action": "patch", "name": "release-notes", "old_string": "Group the entries by area.",
+             "new_string": "Group the entries by area, newest first."}
+    pinned = {**patch, "name": "kept-as-is"}
+    model.on(SKILL, tool_call([("skill_manage", patch)]), tool_call([("skill_manage", pinned)]),
+             tool_call([("skill_view", {"name": "release-notes"})]), tool_call([("skill_manage", patch)]),
+             text("Patched release-notes."))
+
+    drain_reviews(runtime, session.id)
+
+    blind, on_pinned, viewed, patched = reviews.ledger(db, one_review(sent, db).id)
+    assert [c.outcome for c in (blind, on_pinned, viewed, patched)] == ["refused", "refused", "done", "applied"]
+    assert "skill_view(name='release-notes')" in blind.result
+    assert "pinned" in on_pinned.result
+    assert "newest first" in store.detail("release-notes").content
+    assert "newest first" not in store.detail("kept-as-is").content

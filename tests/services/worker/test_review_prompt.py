@@ -23,3 +23,25 @@ def test_each_review_gets_its_own_rules_and_may_say_nothing_is_worth_saving():
         assert text.startswith(HEADERS[trigger] + "\n") and f'reply exactly "{NOTHING}" and stop' in text
     assert len(set(HEADERS.values())) == 3 and not any(a in b for a in HEADERS.values() for b in HEADERS.values()
                                                          if a != b)
+
+
+def test_the_skill_review_carries_the_anchors_stance_and_preference_order():
+    """Issue 12: the rules were there, the stance was not: be active, patch before create, note overlaps."""
+    from shared.models.reviews import ReviewTrigger
+    from services.worker.review.prompt import instruction
+
+    text = instruction(ReviewTrigger.skill)
+    assert "missed chance" in text and "Be active" in text
+    order = [text.index(step) for step in ("(1) patch a skill that was loaded", "(2) patch an existing umbrella",
+                                           "(3) add a support file", "(4) only then create")]
+    assert order == sorted(order)
+    assert all(folder in text for folder in ("references/", "templates/", "scripts/"))
+    assert "overlap" in text and "curator" in text
+    assert "Never capture transient errors" in text  # the grounding rules stay
+    assert "Be active" not in instruction(ReviewTrigger.memory)
+
+
+def test_the_review_budget_defaults_to_the_anchors_16(settings):
+    from shared.config import Settings
+
+    assert Settings.model_fields["review_max_iterations"].default == 16

@@ -45,6 +45,19 @@ def test_a_memory_write_puts_the_memory_review_off(db, user, session, model, mak
     assert [reviews.get_review(db, i).trigger for i in sent.review_ids] == ["memory"]
 
 
+def test_a_valid_memory_call_the_store_refused_still_puts_the_memory_review_off(db, user, session, model,
+                                                                              make_runtime, sent):
+    """Issue 12: as in the anchor, any structurally valid memory call resets the count, not only a success."""
+    runtime = make_runtime(memory_review_interval=3, skill_review_interval=0)
+    no_match = ("memory", {"action": "remove", "target": "memory", "old_text": "nothing like this is stored"})
+    model.script(text("one"), tool_call([no_match]), text("nothing to remove"))
+    turns(db, runtime, user.id, session.id, "one", "two", "three", "four")
+    assert sent.sent == []
+
+    turns(db, runtime, user.id, session.id, "five")
+    assert [reviews.get_review(db, i).trigger for i in sent.review_ids] == ["memory"]
+
+
 def test_model_calls_count_across_turns_for_the_skill_review(db, user, session, model, make_runtime, sent):
     runtime = make_runtime(memory_review_interval=0)
     four_calls = [tool_call([LOOK]), tool_call([LOOK]), tool_call([LOOK]), text("done")]

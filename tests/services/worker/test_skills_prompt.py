@@ -36,11 +36,12 @@ def run_turns(db, runtime, user_id: str, session_id: str, *inputs: str) -> list:
     return finished
 
 
-def test_the_prompt_carries_one_line_per_active_skill(db, settings, user, model, make_runtime):
+def test_the_prompt_carries_one_line_per_unarchived_skill_stale_ones_too(db, settings, user, model, make_runtime):
+    """Issue 12: a stale skill left the index (learned procedures quietly vanished); only archived ones leave."""
     store = SkillStore.for_user(db, settings, user.id)
     SkillEditor(store, "agent").create("brew-tea", skill_md("brew-tea", "Brew tea the way this user likes it. " * 3))
-    SkillEditor(store, "agent").create("gone", skill_md("gone"))
-    SkillEditor(store, "agent").create("resting", skill_md("resting"))
+    SkillEditor(store, "review").create("gone", skill_md("gone"))
+    SkillEditor(store, "review").create("resting", skill_md("resting", "A stale agent skill."))
     store.archive("gone")
     store.set_stale("resting")
     chat = make_session(db, user.id)
@@ -49,9 +50,10 @@ def test_the_prompt_carries_one_line_per_active_skill(db, settings, user, model,
     prompt = sessions.get_session(db, user.id, chat.id).system_prompt
     block = "\n".join([INDEX_HEADER, "<available_skills>",
                        "- brew-tea: Brew tea the way this user likes it. Brew tea the way thi...",
-                       *BUNDLED_LINES, "</available_skills>"])
+                       *BUNDLED_LINES[:1], "- resting: A stale agent skill.", *BUNDLED_LINES[1:],
+                       "</available_skills>"])
     assert f"\n\n{block}\n\n" in prompt
-    assert "skill_view" in INDEX_HEADER and "gone" not in prompt and "resting" not in prompt
+    assert "skill_view" in INDEX_HEADER and "gone" not in prompt
     assert "save the procedure with skill_manage" in prompt  # the tool's guidance sentence
 
 

@@ -65,10 +65,10 @@ def test_every_action_through_the_tool(ctx, db):
     assert manage(ctx, action="edit", name="brew-tea", content=skill_md("brew-tea", body="New.\n"))["success"]
 
     viewed = skill_view(ctx, {"name": "brew-tea"})
-    assert viewed == {"name": "brew-tea", "description": "Brew a good cup of tea.", "origin": "agent",
+    assert viewed == {"name": "brew-tea", "description": "Brew a good cup of tea.", "origin": "user",
                       "state": "active", "content": skill_md("brew-tea", body="New.\n"), "files": []}
     listed = {s["name"]: s for s in skills_list(ctx, {})["skills"]}
-    assert listed["brew-tea"] == {"name": "brew-tea", "description": "Brew a good cup of tea.", "origin": "agent",
+    assert listed["brew-tea"] == {"name": "brew-tea", "description": "Brew a good cup of tea.", "origin": "user",
                                   "state": "active"}
     assert listed["tidy-memory"]["origin"] == "bundled"
 
@@ -137,17 +137,19 @@ def test_a_symlink_planted_in_a_skill_is_refused_through_the_tool(ctx, tmp_path)
     assert target.read_text() == "private"
 
 
-def test_a_review_binds_its_writer_and_is_kept_to_agent_skills(ctx, db):
+def test_a_review_binds_its_writer_and_is_kept_to_its_own_skills(ctx, db):
     store_of(ctx, db).install(SkillInstall(name="users-own", content=skill_md("users-own")))
-    manage(ctx, action="create", name="agents-own", content=skill_md("agents-own"))
+    manage(ctx, action="create", name="asked-for", content=skill_md("asked-for"))  # foreground: the user's
 
-    with writing_as("review"):
-        assert code_of(lambda: manage(ctx, action="patch", name="users-own", old_string="Boil", new_string="x")) \
-            == "skill_read_only"
-        assert manage(ctx, action="patch", name="agents-own", old_string="Boil", new_string="Heat")["success"]
+    with writing_as("review", frozenset({("reviewed", "SKILL.md")})):
+        for name in ("users-own", "asked-for"):
+            assert code_of(lambda: manage(ctx, action="patch", name=name, old_string="Boil", new_string="x")) \
+                == "skill_read_only"
         manage(ctx, action="create", name="reviewed", content=skill_md("reviewed"))
+        assert manage(ctx, action="patch", name="reviewed", old_string="Boil", new_string="Heat")["success"]
     assert manage(ctx, action="patch", name="users-own", old_string="Boil", new_string="Heat")["success"]
     assert store_of(ctx, db).detail("reviewed").created_by == "review"
+    assert store_of(ctx, db).detail("asked-for").origin.value == "user"
 
 
 def test_a_refused_write_reaches_the_model_with_the_finding(ctx):
