@@ -1,4 +1,9 @@
-"""Per-turn event streams in Redis: `turn:<id>:events`, replayable from the start, then expired."""
+"""Per-turn event streams in Redis: `turn:<id>:events`, replayable from the start, then expired.
+
+A session's notices (`session:<id>:notices`, a list) hold events that arise between turns, such as a
+background review's `review.completed`: they wait there until a turn of the session takes them onto its
+own stream, each exactly once, so the client following that turn sees them.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ import redis
 
 TERMINAL_EVENTS = frozenset({"turn.completed", "turn.failed", "turn.cancelled"})
 STREAM_MAXLEN = 20_000
+NOTICE_TTL_SECONDS = 7 * 24 * 3600  # a notice nobody took within a week is dropped with the list
+MAX_NOTICES = 50
 
 
 def stream_key(turn_id: str) -> str:
@@ -30,3 +37,30 @@ def publish(r: redis.Redis, turn_id: str, event: str, data: dict[str, Any], *, t
 def decode(entry_id: str, fields: dict[str, str]) -> tuple[str, str, dict[str, Any]]:
     """(id, type, data) of one stream entry."""
     return entry_id, fields.get("type", "message"), json.loads(fields.get("data") or "{}")
+
+
+def notices_key(session_id: str) -> str:
+    return f"session:{session_id}:notices"
+
+
+def hold_notice(r: redis.Redis, session_id: str, event: str, data: dict[str, Any]) -> None:
+    """Keep an event for the session's next turn to deliver."""
+    key = notices_key(session_id)
+    pipe = r.pipeline(transaction=True)
+    pipe.rpush(key, json.dumps({"type": event, "data": data}, ensure_ascii=False))
+    pipe.ltrim(key, -MAX_NOTICES, -1)
+    pipe.expire(key, NOTICE_TTL_SECONDS)
+    pipe.execute()
+
+
+def deliver_notices(r: redis.Redis, session_id: str, turn_id: str) -> int:
+    """Move the session's held notices onto a turn's stream; taken atomically, so each goes out once."""
+    key = notices_key(session_id)
+    pipe = r.pipeline(transaction=True)
+    pipe.lrange(key, 0, -1)
+    pipe.delete(key)
+    held = pipe.execute()[0]
+    for raw in held:
+        notice = json.loads(raw)
+        publish(r, turn_id, notice["type"], notice["data"])
+    return len(held)

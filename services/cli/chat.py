@@ -91,6 +91,10 @@ class TurnPrinter:
         else:
             self.write(f"    decide with POST /v1/approvals/{data.get('approval_id', '?')}\n")
 
+    def on_review_completed(self, data: dict) -> None:
+        self.new_line()
+        self.write(f"  💾 {data.get('summary') or 'Self-improvement review: saved'}\n")
+
     def on_turn_completed(self, data: dict) -> None:
         if not self.streamed and data.get("output"):
             self.new_line()

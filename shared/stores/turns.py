@@ -354,3 +354,11 @@ def count_by_status(db: Database) -> dict[str, int]:
     with db.read() as s:
         rows = s.exec(select(Turn.status, func.count()).group_by(Turn.status)).all()
     return {status: count for status, count in rows}
+
+
+def open_turn(db: Database, session_id: str) -> Turn | None:
+    """The session's oldest turn not yet finished (queued, running or parked), if any."""
+    done = [s.value for s in TERMINAL_STATUSES]
+    with db.read() as s:
+        return s.exec(select(Turn).where(Turn.session_id == session_id, Turn.status.not_in(done))
+                      .order_by(Turn.seq).limit(1)).first()

@@ -3,6 +3,8 @@ reviewers, and the next session's system prompt knows the user's preference and 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from shared.models.reviews import ReviewTrigger
@@ -50,6 +52,13 @@ def ran_on_a_reviewer(stack: Stack, review_id: str) -> bool:
     return done not in logs["worker"] and any(done in logs[name] for name in ("reviewer-1", "reviewer-2"))
 
 
+def review_notices(client, turn_id: str) -> list[str]:
+    """The summaries of the `review.completed` events on a finished turn's SSE stream."""
+    frames = client.get(f"/v1/turns/{turn_id}/events").text.split("\n\n")
+    return [json.loads(line[len("data:"):])["summary"] for frame in frames if "event: review.completed" in frame
+            for line in frame.splitlines() if line.startswith("data:")]
+
+
 def test_reviews_learn_a_preference_and_a_skill_that_the_next_session_starts_with(stack, model):
     inputs = [f"learning chat {n}: how is the weather?" for n in range(10)]
     inputs[2] = "From now on, always answer in British English."
@@ -82,6 +91,11 @@ def test_reviews_learn_a_preference_and_a_skill_that_the_next_session_starts_wit
         assert c.get("/v1/skills/release-notes").json()["created_by"] == "review"
         transcript = c.get(f"/v1/sessions/{first}/messages", params={"limit": 500}).json()["data"]
         assert not any("[Background review" in (m["content"] or "") for m in transcript)
+
+        # the memory review ended after the 10th turn's stream: its line comes with the session's next turn
+        after = c.post(f"/v1/sessions/{first}/turns", json={"input": "learning chat: one more"}).json()
+        assert wait_for_turn(c, after["id"])["status"] == "completed"
+        assert "Self-improvement review: saved to user profile" in review_notices(c, after["id"])
 
         second = c.post("/v1/sessions", json={}).json()["id"]
         turn = c.post(f"/v1/sessions/{second}/turns", json={"input": "learning next session: hello again"}).json()

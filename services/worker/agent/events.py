@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import redis
 
 from shared import events
+
+log = logging.getLogger(__name__)
 
 
 class TurnEvents:
@@ -19,3 +22,10 @@ class TurnEvents:
 
     def emit(self, event: str, data: dict[str, Any] | None = None) -> None:
         events.publish(self.redis, self.turn_id, event, data or {}, ttl_seconds=self.ttl_seconds)
+
+    def deliver_notices(self, session_id: str) -> None:
+        """Take the session's waiting notices (a review's `review.completed`) onto this turn's stream."""
+        try:
+            events.deliver_notices(self.redis, session_id, self.turn_id)
+        except (redis.RedisError, OSError):
+            log.warning("could not deliver the session's notices to this turn", exc_info=True)

@@ -78,6 +78,7 @@ class TurnRun:
 
     def run(self) -> None:
         self.events.emit("turn.started", {"attempt": self.turn.attempts})
+        self.events.deliver_notices(self.turn.session_id)
         try:
             outcome = self.outcome()
         except Released:

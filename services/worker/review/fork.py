@@ -26,6 +26,7 @@ from services.worker.agent.compress import assemble
 from services.worker.agent.outcome import INTERNAL_ERROR_MESSAGE, TRANSIENT_ERRORS
 from services.worker.review.calls import ReviewCalls, pending_calls
 from services.worker.review.lease import ReviewLease
+from services.worker.review.notice import announce
 from services.worker.review.prompt import instruction
 from services.worker.runtime import Runtime
 from services.worker.tools.memory import FAILURES
@@ -97,3 +98,4 @@ class ReviewRun:
             log.warning("review %s finished elsewhere: this worker lost its lease", self.review.id)
             return
         log.info("review %s %s", self.review.id, status.value)
+        announce(self.rt, self.review)

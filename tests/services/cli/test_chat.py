@@ -7,8 +7,9 @@ import io
 import httpx
 import pytest
 
+from shared import events
 from tests.fakes.model import fail, text, tool_call
-from tests.support.factories import make_user
+from tests.support.factories import make_session, make_user
 from tests.support.worker import inprocess_worker
 
 
@@ -39,6 +40,21 @@ def test_two_lines_are_two_turns_with_streamed_answers(chat, model):
 
     assert code == 0
     assert out.splitlines() == ["Hello from the first turn.", "And the second one."]
+
+
+def test_a_reviews_notice_is_one_line_before_the_next_answer(chat, model, hstack, db, redis_client, monkeypatch):
+    """Issue 12: what a background review saved reaches the user as the anchor's one-line notice."""
+    session = make_session(db, chat.user.id)
+    events.hold_notice(redis_client, session.id, "review.completed", {
+        "review_id": "rev_1", "session_id": session.id, "turn_id": "turn_1",
+        "summary": "Self-improvement review: saved to user profile", "writes": []})
+    model.on("next question", text("The answer.", chunk_delay=0.01))
+    monkeypatch.setattr("sys.stdin", io.StringIO("next question\n"))
+
+    code, out, _ = hstack("chat", "--key", chat.user.key, "--session", session.id)
+
+    assert code == 0
+    assert out.splitlines() == ["  💾 Self-improvement review: saved to user profile", "The answer."]
 
 
 def test_tool_activity_is_shown_as_it_happens(chat, model):
