@@ -102,16 +102,23 @@ class ApiClient:
 
     # -- the outbox -------------------------------------------------------------------------------------
 
-    async def outbox_record(self, user_id: str, target: str, chat_id: str, text: str, turn_id: str | None) -> dict:
+    async def outbox_record(self, user_id: str, target: str, chat_id: str, text: str | None,
+                            turn_id: str | None) -> dict:
         body = {"target": target, "chat_id": chat_id, "text": text, "turn_id": turn_id}
         return await self.call("POST", f"/v1/gateway/users/{user_id}/outbox", json_body=body)
 
     async def outbox_due(self) -> list[dict]:
         return await self.call("GET", "/v1/gateway/outbox/due")
 
+    async def outbox_awaiting(self) -> list[dict]:
+        return await self.call("GET", "/v1/gateway/outbox/awaiting")
+
+    async def outbox_fill(self, item_id: str, text: str) -> dict:
+        return await self.call("POST", f"/v1/gateway/outbox/{item_id}/text", json_body={"text": text})
+
     async def outbox_report(self, item_id: str, ok: bool, error: str | None = None,
-                            retry_in: float | None = None) -> dict:
-        body = {"ok": ok, "error": (error or None) and error[:500], "retry_in_seconds": retry_in}
+                            retry_in: float | None = None, give_up: bool = False) -> dict:
+        body = {"ok": ok, "error": (error or None) and error[:500], "retry_in_seconds": retry_in, "give_up": give_up}
         return await self.call("POST", f"/v1/gateway/outbox/{item_id}", json_body=body)
 
 

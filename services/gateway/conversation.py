@@ -14,6 +14,7 @@ from services.gateway.client import ApiClient, ApiError
 log = logging.getLogger(__name__)
 
 MAX_QUEUED = 32
+ENDED = frozenset({"completed", "failed", "cancelled"})
 TYPING_EVERY_SECONDS = 4.0
 
 
@@ -27,7 +28,13 @@ class Surface(Protocol):
 
     async def notice(self, text: str) -> None: ...
 
+    async def expect(self, turn_id: str) -> None:
+        """Record the turn's coming reply in the outbox as the turn starts."""
+
     async def final(self, text: str, ref: str | None, turn_id: str) -> None: ...
+
+    def release(self, turn_id: str) -> None:
+        """The turn is over here (answered or not); what is left of its reply is the outbox loop's."""
 
 
 class ChatRunner:
@@ -92,6 +99,7 @@ class ChatRunner:
         session_id = await self.session()
         turn = await self.api.create_turn(self.user_id, session_id, text)
         self.current = turn["id"]
+        await self.surface.expect(turn["id"])
         typing = asyncio.create_task(self._keep_typing())
         ref, shown = None, ""
         try:
@@ -102,10 +110,12 @@ class ChatRunner:
                 elif event.type == "approval.requested":
                     self.approvals.append(str(event.data.get("approval_id", "")))
                     await self.surface.approval(event.data)
+            done = await self.api.turn(self.user_id, turn["id"])
+            if done.get("status") in ENDED:  # else the stream gave up early: the outbox loop waits for the end
+                await self.surface.final(reply_text(done), ref, turn["id"])
         finally:
             typing.cancel()
-        done = await self.api.turn(self.user_id, turn["id"])
-        await self.surface.final(reply_text(done), ref, turn["id"])
+            self.surface.release(turn["id"])
 
     async def _keep_typing(self) -> None:
         while True:

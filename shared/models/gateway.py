@@ -92,7 +92,8 @@ class OutboxItem(SQLModel, table=True):
     target: str = Field(max_length=2100)  # "telegram:<chat_id>" or "callback:<route name>"
     chat_id: str = Field(default="", max_length=128)
     turn_id: str | None = Field(default=None, max_length=40)
-    text: str = Field(sa_column=Column(Text, nullable=False))
+    # None while the turn still runs: recorded when the turn starts, so a restart mid-turn still delivers it
+    text: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     status: str = Field(default="pending", max_length=16, index=True)  # pending | sent | failed
     attempts: int = Field(default=0, nullable=False)
     last_error: str | None = Field(default=None, max_length=500)
@@ -188,11 +189,16 @@ class OutboxCreate(BaseModel):
     target: str = PydanticField(min_length=1, max_length=2100)
     chat_id: str = PydanticField(default="", max_length=128)
     turn_id: str | None = PydanticField(default=None, max_length=40)
+    text: str | None = PydanticField(default=None, max_length=1_000_000)  # None: the turn's reply, once it ends
+
+
+class OutboxFill(BaseModel):
     text: str = PydanticField(max_length=1_000_000)
 
 
 class OutboxResult(BaseModel):
     ok: bool
+    give_up: bool = False  # a failure that no retry can fix (the turn is gone): failed at once
     error: str | None = PydanticField(default=None, max_length=500)
     retry_in_seconds: float | None = PydanticField(default=None, ge=0, le=86_400)
 
@@ -203,7 +209,7 @@ class OutboxPublic(BaseModel):
     target: str
     chat_id: str
     turn_id: str | None
-    text: str
+    text: str | None
     status: str
     attempts: int
     last_error: str | None

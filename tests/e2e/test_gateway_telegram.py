@@ -146,3 +146,26 @@ def test_a_telegram_429_is_retried_after_its_retry_after_and_the_reply_arrives(s
         sent = [i for i in admin.get("/v1/admin/outbox", params={"status": "sent"}).json()
                 if i["chat_id"] == "5007" and i["text"] == "Eventually delivered."]
     assert sent and sent[0]["attempts"] >= 2, "recorded, failed with 429, sent on a later attempt"
+
+
+def test_a_reply_to_a_turn_running_when_the_gateway_is_killed_arrives_once_after_the_restart(stack, telegram, model):
+    paired(stack, telegram, 5008, "Survivor")
+    model.on("slow question", text("The slow answer.", latency=6.0))
+    telegram.user_says(5008, "a slow question")
+    wait_until(lambda: model_saw(model, "slow question"), timeout=30, what="the turn at the model")
+    with stack.client() as admin:
+        wait_until(lambda: any(i["chat_id"] == "5008" and i["text"] is None
+                               for i in admin.get("/v1/admin/outbox", params={"status": "pending"}).json()),
+                   timeout=30, what="the reply recorded as the turn started")
+    stack.gateway.signal(signal.SIGKILL)
+    stack.gateway.popen.wait(10)
+    stack.gateway, stack.gateway_port = start_gateway(stack, telegram=telegram, port=stack.gateway_port)
+    telegram.wait_text(5008, "The slow answer.", timeout=60)
+    with stack.client() as admin:
+        wait_until(lambda: [i for i in admin.get("/v1/admin/outbox", params={"status": "sent"}).json()
+                            if i["chat_id"] == "5008" and i["text"] == "The slow answer."],
+                   timeout=30, what="the reply marked sent")
+        mine = [i for s in ("pending", "sent", "failed")
+                for i in admin.get("/v1/admin/outbox", params={"status": s}).json() if i["chat_id"] == "5008"]
+    assert len(mine) == 1, "one outbox item for the turn, filled in after the restart"
+    assert telegram.texts(5008).count("The slow answer.") == 1, "delivered exactly once"

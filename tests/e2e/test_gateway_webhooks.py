@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import io
 import json
+import signal
 import time
 from contextlib import redirect_stdout
 
@@ -123,3 +124,28 @@ def test_any_other_json_reaches_the_agent_as_a_fenced_payload(stack, model):
     assert answer.status_code == 202
     wait_until(lambda: any("```json" in json.dumps(r.body) and "x/y" in json.dumps(r.body) for r in model.requests),
                timeout=30, what="the fenced payload at the model")
+
+
+def test_a_reply_to_a_turn_running_when_the_gateway_is_killed_reaches_the_callback_once(stack, model):
+    model.on("slow report", text("The slow report is ready.", latency=6.0))
+    callback = CallbackServer().start()
+    try:
+        secret = create_route(stack, "slowpoke", callback.url)
+        answer = post(stack, "slowpoke", secret, {"text": "write the slow report", "chat_id": "desk"})
+        assert answer.status_code == 202
+        turn_id = answer.json()["turn_id"]
+        wait_until(lambda: any("slow report" in json.dumps(r.body) for r in model.requests),
+                   timeout=30, what="the turn at the model")
+        stack.gateway.signal(signal.SIGKILL)
+        stack.gateway.popen.wait(10)
+        stack.gateway, stack.gateway_port = start_gateway(stack, port=stack.gateway_port)
+        wait_until(lambda: callback.received, timeout=60, what="the reply at the callback")
+        with stack.client() as admin:
+            wait_until(lambda: [i for i in admin.get("/v1/admin/outbox", params={"status": "sent"}).json()
+                                if i["turn_id"] == turn_id], timeout=30, what="the reply marked sent")
+        headers, body = callback.received[0]
+        assert verifies(secret, headers, body)
+        assert json.loads(body) == {"chat_id": "desk", "text": "The slow report is ready.", "turn_id": turn_id}
+        assert len(callback.received) == 1, "delivered exactly once"
+    finally:
+        callback.stop()

@@ -9,8 +9,8 @@ from services.api.deps import DbDep, GatewayKey, SettingsDep
 from services.api.schemas import error_responses
 from shared.errors import Forbidden
 from shared.gateway_auth import ACT_AS_HEADER
-from shared.models.gateway import (ChatAnswer, ChatAsk, IdentityAnswer, IdentityAsk, OutboxCreate, OutboxPublic,
-                                   OutboxResult, WebhookIssued)
+from shared.models.gateway import (ChatAnswer, ChatAsk, IdentityAnswer, IdentityAsk, OutboxCreate, OutboxFill,
+                                   OutboxPublic, OutboxResult, WebhookIssued)
 from shared.stores import gateway_chats, outbox, pairing, users, webhook_routes
 
 router = APIRouter(prefix="/v1/gateway", tags=["gateway"], responses=error_responses(401, 403, 422))
@@ -52,7 +52,7 @@ def webhook_route(name: str, db: DbDep, _gateway: GatewayKey) -> WebhookIssued:
 
 @router.post("/users/{user_id}/outbox", status_code=201, response_model=OutboxPublic)
 def record_reply(user_id: str, body: OutboxCreate, db: DbDep, _gateway: GatewayKey) -> OutboxPublic:
-    """Record a reply before its first send."""
+    """Record a reply before its first send; without text, the reply to `turn_id` once that turn ends."""
     user = _bound_user(db, user_id)
     row = outbox.record(db, user.id, body.target, body.chat_id, body.turn_id, body.text)
     return OutboxPublic.model_validate(row, from_attributes=True)
@@ -64,8 +64,21 @@ def due_replies(db: DbDep, _gateway: GatewayKey) -> list[OutboxPublic]:
     return [OutboxPublic.model_validate(r, from_attributes=True) for r in outbox.due(db)]
 
 
+@router.get("/outbox/awaiting", response_model=list[OutboxPublic])
+def awaiting_replies(db: DbDep, _gateway: GatewayKey) -> list[OutboxPublic]:
+    """Pending replies to turns not yet seen to end (after a restart: the turns that were running)."""
+    return [OutboxPublic.model_validate(r, from_attributes=True) for r in outbox.awaiting(db)]
+
+
+@router.post("/outbox/{item_id}/text", response_model=OutboxPublic, responses=error_responses(404))
+def fill_reply(item_id: str, body: OutboxFill, db: DbDep, _gateway: GatewayKey) -> OutboxPublic:
+    """The ended turn's reply for an item recorded at its start (set once; a later fill changes nothing)."""
+    row = outbox.fill(db, item_id, body.text)
+    return OutboxPublic.model_validate(row, from_attributes=True)
+
+
 @router.post("/outbox/{item_id}", response_model=OutboxPublic, responses=error_responses(404))
 def report_reply(item_id: str, body: OutboxResult, db: DbDep, _gateway: GatewayKey) -> OutboxPublic:
     """One delivery attempt's result: sent, or retried later, or failed for good."""
-    row = outbox.report(db, item_id, body.ok, body.error, body.retry_in_seconds)
+    row = outbox.report(db, item_id, body.ok, body.error, body.retry_in_seconds, body.give_up)
     return OutboxPublic.model_validate(row, from_attributes=True)

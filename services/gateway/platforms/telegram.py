@@ -198,6 +198,7 @@ class TelegramSurface:
 
     def __init__(self, platform: TelegramPlatform, user_id: str, chat_id: str, thread: str | None) -> None:
         self.platform, self.user_id, self.chat_id, self.thread = platform, user_id, chat_id, thread
+        self.slots: dict[str, dict] = {}
 
     async def typing(self) -> None:
         await self.platform.bot.send_chat_action(self.chat_id, ChatAction.TYPING)
@@ -221,6 +222,13 @@ class TelegramSurface:
     async def notice(self, text: str) -> None:
         await self.platform.bot.send_message(self.chat_id, text)
 
+    async def expect(self, turn_id: str) -> None:
+        delivery = self.platform.gateway.delivery
+        self.slots[turn_id] = await delivery.expect(self.user_id, f"telegram:{self.chat_id}", self.chat_id, turn_id)
+
     async def final(self, text: str, ref: str | None, turn_id: str) -> None:
-        await self.platform.gateway.delivery.deliver(self.user_id, f"telegram:{self.chat_id}", self.chat_id, text,
-                                                     turn_id, ref)
+        await self.platform.gateway.delivery.complete(self.slots[turn_id], text, ref)
+
+    def release(self, turn_id: str) -> None:
+        if self.slots.pop(turn_id, None) is not None:
+            self.platform.gateway.delivery.release(turn_id)

@@ -19,7 +19,7 @@ from starlette.routing import Route
 from services.gateway import signing
 from services.gateway.client import ApiError
 from services.gateway.context import Gateway
-from services.gateway.conversation import reply_text
+from services.gateway.conversation import ENDED, reply_text
 from services.gateway.delivery import DeliveryError
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,9 @@ class WebhookPlatform:
         key = f"webhook:{name}:{chat_id or '-'}"
         session_id = await self.gateway.api.chat_session(route["user_id"], key)
         turn = await self.gateway.api.create_turn(route["user_id"], session_id, text)
-        task = asyncio.create_task(self._reply(route, chat_id, turn["id"]))
+        slots = [await self.gateway.delivery.expect(route["user_id"], target, dest, turn["id"])
+                 for target, dest in _destinations(route, chat_id)]
+        task = asyncio.create_task(self._reply(route, turn["id"], slots))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return JSONResponse({"turn_id": turn["id"], "session_id": session_id}, status_code=202)
@@ -119,20 +121,21 @@ class WebhookPlatform:
         self.seen[signature] = now
         return True
 
-    async def _reply(self, route: dict, chat_id: str, turn_id: str) -> None:
-        """Wait for the turn, then hand the reply to the outbox for each of the route's destinations."""
-        user_id = route["user_id"]
+    async def _reply(self, route: dict, turn_id: str, slots: list[dict]) -> None:
+        """Wait for the turn, then fill in and send the reply recorded for each of the route's destinations."""
+        delivery = self.gateway.delivery
         try:
-            async for _event in self.gateway.api.events(user_id, turn_id):
+            async for _event in self.gateway.api.events(route["user_id"], turn_id):
                 pass
-            text = reply_text(await self.gateway.api.turn(user_id, turn_id))
-            if route.get("callback_url"):
-                await self.gateway.delivery.deliver(user_id, f"callback:{route['name']}", chat_id, text, turn_id)
-            if route.get("deliver"):
-                target_chat = route["deliver"].partition(":")[2]
-                await self.gateway.delivery.deliver(user_id, route["deliver"], target_chat, text, turn_id)
+            done = await self.gateway.api.turn(route["user_id"], turn_id)
+            if done.get("status") in ENDED:  # else the stream gave up early: the outbox loop waits for the end
+                for slot in slots:
+                    await delivery.complete(slot, reply_text(done))
         except Exception:
             log.exception("webhook %s: the reply to turn %s was not handed over", route["name"], turn_id)
+        finally:
+            for _slot in slots:
+                delivery.release(turn_id)
 
     async def send(self, dest: str, item: dict, ref: str | None = None) -> None:
         """POST the reply to the route's callback URL, signed with the route's secret."""
@@ -153,6 +156,14 @@ class WebhookPlatform:
             retry = response.headers.get("Retry-After", "")
             raise DeliveryError(f"callback answered {response.status_code}",
                                 float(retry) if retry.isdigit() else None)
+
+
+def _destinations(route: dict, chat_id: str) -> list[tuple[str, str]]:
+    """(outbox target, chat id) for each place the route's replies go."""
+    found = [(f"callback:{route['name']}", chat_id)] if route.get("callback_url") else []
+    if route.get("deliver"):
+        found.append((route["deliver"], route["deliver"].partition(":")[2]))
+    return found
 
 
 async def _read_limited(request: Request) -> bytes | None:

@@ -59,7 +59,7 @@ def upgrade() -> None:
     sa.Column('target', sqlmodel.sql.sqltypes.AutoString(length=2100), nullable=False),
     sa.Column('chat_id', sqlmodel.sql.sqltypes.AutoString(length=128), nullable=False),
     sa.Column('turn_id', sqlmodel.sql.sqltypes.AutoString(length=40), nullable=True),
-    sa.Column('text', sa.Text(), nullable=False),
+    sa.Column('text', sa.Text(), nullable=True),
     sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
     sa.Column('attempts', sa.Integer(), nullable=False),
     sa.Column('last_error', sqlmodel.sql.sqltypes.AutoString(length=500), nullable=True),
