@@ -110,6 +110,8 @@ class ChatRunner:
                 elif event.type == "approval.requested":
                     self.approvals.append(str(event.data.get("approval_id", "")))
                     await self.surface.approval(event.data)
+                elif event.type == "review.completed" and event.data.get("summary"):
+                    await self.surface.notice(f"💾 {event.data['summary']}")  # what a background review saved
             done = await self.api.turn(self.user_id, turn["id"])
             if done.get("status") in ENDED:  # else the stream gave up early: the outbox loop waits for the end
                 await self.surface.final(reply_text(done), ref, turn["id"])

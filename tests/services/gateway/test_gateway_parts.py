@@ -76,3 +76,52 @@ def test_at_most_32_messages_wait_behind_a_turn():
 
     accepted = asyncio.run(scenario())
     assert accepted == [True] * MAX_QUEUED + [False]
+
+
+def test_a_review_notice_reaches_the_chat_as_one_line_before_the_answer():
+    """Issue 12: what a background review saved is shown in the conversation; on a chat platform it is one
+    short message ahead of the next answer."""
+    from types import SimpleNamespace
+
+    class Api:
+        async def chat_session(self, *_a, **_k):
+            return "ses_1"
+
+        async def create_turn(self, *_a):
+            return {"id": "turn_1"}
+
+        async def events(self, *_a):
+            for kind, data in (("turn.started", {}),
+                               ("review.completed", {"summary": "Self-improvement review: saved to memory"}),
+                               ("message.delta", {"delta": "Hi"}), ("turn.completed", {"output": "Hi"})):
+                yield SimpleNamespace(type=kind, data=data)
+
+        async def turn(self, *_a):
+            return {"status": "completed", "output": "Hi"}
+
+    said: list[str] = []
+
+    class Surface:
+        async def typing(self):
+            pass
+
+        async def preview(self, text, ref):
+            return ref
+
+        async def approval(self, data):
+            pass
+
+        async def notice(self, text):
+            said.append(text)
+
+        async def expect(self, turn_id):
+            pass
+
+        async def final(self, text, ref, turn_id):
+            said.append(text)
+
+        def release(self, turn_id):
+            pass
+
+    asyncio.run(ChatRunner(Api(), "usr", "key", Surface())._run("hello"))
+    assert said == ["💾 Self-improvement review: saved to memory", "Hi"]
