@@ -91,6 +91,7 @@ class Settings(BaseSettings):
     stream_sweep_scan_limit: int = Field(10_000, ge=10, alias="STREAM_SWEEP_SCAN_LIMIT")
     memory_provider: str = Field("recall", alias="MEMORY_PROVIDER")
     memory_provider_modules: str = Field("", alias="MEMORY_PROVIDER_MODULES")
+    session_idle_end_hours: float = Field(24.0, ge=0, alias="SESSION_IDLE_END_HOURS")
     provider_prefetch_timeout_seconds: float = Field(8.0, gt=0, alias="PROVIDER_PREFETCH_TIMEOUT_SECONDS")
     recall_max_messages: int = Field(3, ge=0, alias="RECALL_MAX_MESSAGES")
     recall_max_chars: int = Field(1500, ge=0, alias="RECALL_MAX_CHARS")

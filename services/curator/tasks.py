@@ -4,7 +4,8 @@
   waiting turns their user's free slots allow (never past MAX_RUNNING_TURNS_PER_USER);
 - check_curation (hourly): one curate_skills per user whose curation pass is due;
 - curate_skills: that user's pass (stale / archived skills, backup, ledger), if still due;
-- sweep_expired: expire staged memory writes and orphaned turn event streams.
+- sweep_expired: expire staged memory writes and orphaned turn event streams, end idle sessions;
+- end_session: a session a client ended (/new): the memory provider's on_session_end, once.
 
 `celery -A services.curator.tasks worker -B -Q curator` runs the beat (its schedule comes from
 shared.queue.schedule through the app config) and the worker that executes these tasks. Curation and
@@ -22,13 +23,14 @@ from typing import Callable
 from celery import signals
 from pydantic import BaseModel
 
-from services.curator import curate, expiry
+from services.curator import curate, expiry, session_end
 from shared import clock, heartbeats
 from shared.config import Settings, get_settings
 from shared.db import get_database
 from shared.logs import setup_logging
 from shared.queue.app import enqueue, get_celery
-from shared.queue.names import CHECK_CURATION, CURATE_SKILLS, REVIEW_SESSION, RUN_TURN, SWEEP_EXPIRED, SWEEP_TURNS
+from shared.queue.names import (CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION, RUN_TURN, SWEEP_EXPIRED,
+                                SWEEP_TURNS)
 from shared.queue.payloads import ReviewSession, RunTurn
 from shared.redis import get_redis
 from shared.stores import reviews, turns
@@ -95,7 +97,15 @@ def sweep_expired() -> dict:
         get_database(settings.sqlalchemy_url), get_redis(settings), now=clock.utcnow(),
         ttl_seconds=settings.event_stream_ttl_seconds, scan_limit=settings.stream_sweep_scan_limit,
         cursor_key=f"{settings.broker_key_prefix}curator:streams-cursor")
-    return {"staged_expired": staged, "streams_expiring": streams.expiring, "streams_deleted": streams.deleted}
+    ended = session_end.end_idle_sessions(settings, clock.utcnow())
+    return {"staged_expired": staged, "streams_expiring": streams.expiring, "streams_deleted": streams.deleted,
+            "sessions_ended": ended}
+
+
+@app.task(name=END_SESSION)
+def end_session(session_id: str) -> bool:
+    """A client ended the session: fire on_session_end unless it already ended."""
+    return session_end.end_session(get_settings(), session_id)
 
 
 def service_name() -> str:

@@ -27,6 +27,8 @@ class ChatSession(SQLModel, table=True):
     conversation_key: str | None = Field(default=None, max_length=64)
     created_at: datetime = created_at_field()
     updated_at: datetime | None = time_field()
+    # set once, by whoever fires the providers' on_session_end: /new (POST .../end) or idle expiry
+    ended_at: datetime | None = time_field()
 
 
 class Message(SQLModel, table=True):

@@ -9,13 +9,16 @@ Lifecycle, per worker process:
 - `__init__(settings)` once, when the manager is built: read settings, no network.
 - `is_available()` right after: False (missing config or dependency) and the provider is skipped.
 - `initialize(ctx)` the first time this process serves a session, before any other call for it.
-- per turn: `prefetch(query, ctx)` before the first model call (bounded in time; what it returns
-  is fenced and rides on the user's message), then `sync_turn(user, assistant, ctx)` after a
-  completed turn (queued; one session's syncs run in order), and `on_memory_write` for every
+- per turn: `on_turn_start(turn_number, message, ctx)` then `prefetch(query, ctx)` before the first
+  model call (bounded in time; what it returns is fenced and rides on the user's message), then
+  `sync_turn(user, assistant, ctx)` and `queue_prefetch(user, assistant, ctx)` after a completed turn
+  (queued, off the turn's path; one session's jobs run in order), and `on_memory_write` for every
   memory write the turn committed.
 - `system_prompt_block(ctx)` when a session's system prompt is built (once, then frozen).
 - `tool_schemas()` / `handle_tool_call(name, args, ctx)` for the provider's own tools.
-- `on_pre_compress(messages, ctx)` then `on_session_end(ctx)` before a session's context is compressed.
+- `on_pre_compress(messages, ctx)` then `on_session_end(ctx)` before a session's context is compressed,
+  and `on_session_end(ctx)` once more, exactly once, when the session really ends (`POST
+  /v1/sessions/{id}/end`, which /new clients call, or SESSION_IDLE_END_HOURS without a turn).
 - `shutdown()` when the worker stops.
 """
 
@@ -59,12 +62,18 @@ class MemoryProvider:
         """Text for the session's system prompt (frozen for the whole session)."""
         return None
 
+    def on_turn_start(self, turn_number: int, message: str, ctx: ProviderContext) -> None:
+        """A turn begins: `message` is the user's text, `turn_number` the session's count of turns so far."""
+
     def prefetch(self, query: str, ctx: ProviderContext) -> str | None:
         """Background context for the incoming user message `query`; None when nothing is relevant."""
         return None
 
     def sync_turn(self, user_text: str, assistant_text: str, ctx: ProviderContext) -> None:
         """Learn from a completed turn."""
+
+    def queue_prefetch(self, user_text: str, assistant_text: str, ctx: ProviderContext) -> None:
+        """Prepare the next turn's recall from the exchange that just ended (runs in the background)."""
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """OpenAI function-tool schemas of the provider's own tools."""
@@ -75,7 +84,7 @@ class MemoryProvider:
         raise NotImplementedError(f"The {self.name} memory provider has no tool named {name!r}.")
 
     def on_session_end(self, ctx: ProviderContext) -> None:
-        """The session's context is about to be rewritten (compressed): flush what belongs to it."""
+        """The session's context is about to be rewritten (compressed), or the session ended: flush what it holds."""
 
     def on_pre_compress(self, messages: list[dict[str, Any]], ctx: ProviderContext) -> str | None:
         """Text the summary of the messages about to be compressed should keep."""

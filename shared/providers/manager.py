@@ -4,7 +4,8 @@
   would double the injected text and fight over what the model is told).
 - `prefetch` runs the provider on its own thread and waits at most PROVIDER_PREFETCH_TIMEOUT_SECONDS;
   while a session's previous prefetch is still running, the session's next one is skipped.
-- `sync_turn` queues; one session's syncs run in the order the turns finished.
+- `sync_turn` queues; one session's syncs run in the order the turns finished; `queue_prefetch`
+  queues behind them (the anchor's single FIFO), so neither ever holds up a turn.
 - Every other hook runs inline inside a try/except: a failing provider costs only its contribution.
 """
 
@@ -62,6 +63,11 @@ class ProviderManager:
             return None
         return _guarded(lambda: self.provider.system_prompt_block(ctx), "system_prompt_block")
 
+    def on_turn_start(self, turn_number: int, message: str, ctx: ProviderContext) -> None:
+        """Tell the provider a turn begins, before its recall is asked for."""
+        if self._ready(ctx):
+            _guarded(lambda: self.provider.on_turn_start(turn_number, message, ctx), "on_turn_start")
+
     def prefetch(self, query: str, ctx: ProviderContext) -> str | None:
         """What the provider recalls for `query`, or None: nothing relevant, too slow, or still busy."""
         if self.provider is None or not query.strip():
@@ -96,6 +102,18 @@ class ProviderManager:
         """Queue the provider's learning from a completed turn behind the session's earlier ones."""
         if self.provider is not None:
             self._queue(ctx, lambda: self.provider.sync_turn(user_text, assistant_text, ctx))
+
+    def queue_prefetch(self, user_text: str, assistant_text: str, ctx: ProviderContext) -> None:
+        """Queue the preparation of the session's next recall behind its syncs."""
+        if self.provider is not None:
+            self._queue(ctx, lambda: self.provider.queue_prefetch(user_text, assistant_text, ctx))
+
+    def on_session_end(self, ctx: ProviderContext) -> None:
+        """The session really ended; the caller makes sure this happens once per session."""
+        if self._ready(ctx):
+            _guarded(lambda: self.provider.on_session_end(ctx), "on_session_end")
+        with self._lock:
+            self._initialised.pop(ctx.session_id, None)
 
     def on_memory_write(self, action: str, target: str, content: str | None, ctx: ProviderContext) -> None:
         """Mirror a committed built-in memory write, in order with the session's syncs."""

@@ -7,6 +7,7 @@ SWEEP_TURNS = "sweep_turns"
 CHECK_CURATION = "check_curation"
 CURATE_SKILLS = "curate_skills"
 SWEEP_EXPIRED = "sweep_expired"
+END_SESSION = "end_session"
 
 QUEUE_TURNS = "turns"
 QUEUE_REVIEW = "review"
@@ -21,4 +22,5 @@ ROUTES = {
     CHECK_CURATION: {"queue": QUEUE_CURATOR},
     CURATE_SKILLS: {"queue": QUEUE_CURATOR},
     SWEEP_EXPIRED: {"queue": QUEUE_CURATOR},
+    END_SESSION: {"queue": QUEUE_CURATOR},
 }

@@ -53,6 +53,14 @@ class CurateSkills(BaseModel):
     user_id: str
 
 
+class EndSession(BaseModel):
+    """Mark the session ended and fire the memory provider's on_session_end, unless it already ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+
+
 class SweepExpired(BaseModel):
     """Expire staged memory writes and give orphaned turn event streams their expiry."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, and_, func, literal, or_, update
@@ -179,3 +180,19 @@ def record_compaction(db: Database, compaction: Compaction, system_prompt: str |
         s.add(compaction)
         s.flush()
         return compaction
+
+
+def claim_end(db: Database, session_id: str) -> ChatSession | None:
+    """Mark the session ended; the session when this call ended it, None when it had already ended (or is gone)."""
+    with db.write() as s:
+        done = s.execute(update(ChatSession).where(ChatSession.id == session_id, ChatSession.ended_at.is_(None))
+                         .values(ended_at=utcnow()))
+        return s.get(ChatSession, session_id) if done.rowcount == 1 else None
+
+
+def idle_session_ids(db: Database, idle_before: datetime, limit: int) -> list[str]:
+    """Sessions not ended whose last activity is older than `idle_before`, oldest first."""
+    last = func.coalesce(ChatSession.updated_at, ChatSession.created_at)
+    with db.read() as s:
+        return list(s.exec(select(ChatSession.id).where(ChatSession.ended_at.is_(None), last < idle_before)
+                           .order_by(last).limit(limit)).all())

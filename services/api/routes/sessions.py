@@ -6,10 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from services.api.deps import CurrentUser, DbDep
+from services.api.deps import CurrentUser, DbDep, EnqueueDep
 from services.api.schemas import SessionCreateBody, error_responses
 from shared.models.base import MAX_DB_INT
 from shared.models.sessions import MessagePage, MessagePublic, SessionPage, SessionPublic
+from shared.queue.names import END_SESSION
+from shared.queue.payloads import EndSession
 from shared.stores import sessions
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=error_responses(401, 422))
@@ -36,6 +38,15 @@ def list_sessions(
     """Newest first; pass `next_cursor` back as `cursor` for the next page."""
     rows, next_cursor = sessions.list_sessions(db, user.id, cursor=cursor, limit=limit)
     return SessionPage(data=[_public(r) for r in rows], next_cursor=next_cursor)
+
+
+@router.post("/{session_id}/end", status_code=202, response_model=SessionPublic, responses=error_responses(404))
+def end_session(session_id: str, db: DbDep, user: CurrentUser, enqueue: EnqueueDep) -> SessionPublic:
+    """The client is done with the session (its /new): the memory provider hears it once, in the background."""
+    row = sessions.get_session(db, user.id, session_id)
+    if row.ended_at is None:
+        enqueue(END_SESSION, EndSession(session_id=row.id))
+    return _public(row)
 
 
 @router.get("/{session_id}", response_model=SessionPublic, responses=error_responses(404))

@@ -1,10 +1,11 @@
 """The memory provider in the worker: recall on the user's message, syncs after the turn, its tools.
 
-- turn context: the provider's prefetch for the incoming message, fenced in `<memory-context>`,
+- turn context: `on_turn_start`, then the provider's prefetch for the incoming message, fenced in `<memory-context>`,
   rides on that user message (stored once as api_content and replayed byte-identical), never in
   the system prompt;
 - prompt part (ORDER_PROVIDER): the provider's own system prompt block, when it has one;
-- after a turn: its committed memory writes are mirrored, then a completed turn is synced (queued);
+- after a turn: its committed memory writes are mirrored, then a completed turn is synced and the
+  next turn's recall prepared (`queue_prefetch`), both queued off the turn's path;
 - before compression: what the provider wants the summary to keep, then the session-end hook;
 - tools: the configured provider's tools join the built-in registry (none may shadow a built-in).
 One manager per distinct configuration, shared by every turn of the process.
@@ -61,7 +62,9 @@ def recalled_context(ctx: TurnContext) -> str | None:
     manager = manager_for(ctx.settings)
     if not manager.active:
         return None
-    raw = manager.prefetch(ctx.turn.input, turn_provider_context(ctx))
+    pctx = turn_provider_context(ctx)
+    manager.on_turn_start(ctx.session.turn_count, ctx.turn.input, pctx)
+    raw = manager.prefetch(ctx.turn.input, pctx)
     return fence_memory_context(raw) if raw else None
 
 
@@ -91,6 +94,7 @@ def sync_after_turn(ctx: TurnContext, status: str, output: str | None) -> None:
             manager.on_memory_write(action, target, content, pctx)
     if status == "completed" and output:  # an interrupted or failed turn teaches nothing
         manager.sync_turn(ctx.turn.input, output, pctx)
+        manager.queue_prefetch(ctx.turn.input, output, pctx)
 
 
 def committed_memory_writes(db, turn_id: str) -> Iterator[tuple[str, str, str | None]]:

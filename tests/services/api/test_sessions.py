@@ -80,3 +80,14 @@ def test_unknown_fields_are_refused(client, user):
     assert response.status_code == 422
     error = error_of(response)
     assert error["code"] == "invalid_request" and "model" in error["message"]
+
+
+def test_ending_a_session_sends_end_session_for_the_curator(client, user, api_app):
+    from shared.queue.names import END_SESSION
+    sent: list[tuple[str, dict]] = []
+    api_app.state.enqueue = lambda name, payload: sent.append((name, payload.model_dump()))
+    created = client.post("/v1/sessions", headers=user.headers, json={}).json()
+    response = client.post(f"/v1/sessions/{created['id']}/end", headers=user.headers)
+    assert response.status_code == 202
+    assert sent == [(END_SESSION, {"session_id": created["id"]})]
+    assert client.post("/v1/sessions/s-missing/end", headers=user.headers).status_code == 404
