@@ -80,3 +80,13 @@ def test_unknown_fields_are_refused(client, user):
     assert response.status_code == 422
     error = error_of(response)
     assert error["code"] == "invalid_request" and "model" in error["message"]
+
+
+def test_patch_retitles_a_session_of_yours_only(client, db, user):
+    from tests.support.factories import make_session, make_user
+    session = make_session(db, user.id)
+    response = client.patch(f"/v1/sessions/{session.id}", headers=user.headers, json={"title": "Lisbon trip"})
+    assert response.status_code == 200 and response.json()["title"] == "Lisbon trip"
+    other = make_user(db)
+    assert client.patch(f"/v1/sessions/{session.id}", headers=other.headers, json={"title": "x"}).status_code == 404
+    assert client.patch(f"/v1/sessions/{session.id}", headers=user.headers, json={"bogus": 1}).status_code == 422
