@@ -76,6 +76,7 @@ class Settings(BaseSettings):
     log_format: str = Field("json", alias="LOG_FORMAT")
     search_hybrid: bool = Field(False, alias="SEARCH_HYBRID")
     search_hybrid_weight: float = Field(1.0, ge=0, alias="SEARCH_HYBRID_WEIGHT")
+    session_titles: bool = Field(True, alias="SESSION_TITLES")
     memory_review_interval: int = Field(10, ge=0, alias="MEMORY_REVIEW_INTERVAL")
     skill_review_interval: int = Field(10, ge=0, alias="SKILL_REVIEW_INTERVAL")
     review_max_iterations: int = Field(16, ge=1, alias="REVIEW_MAX_ITERATIONS")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.models.sessions import SessionCreate
 from shared.models.users import UserCreate, UserPublic
@@ -17,6 +17,11 @@ class UserCreateBody(UserCreate):
 
 class SessionCreateBody(SessionCreate):
     model_config = ConfigDict(extra="forbid")
+
+
+class SessionUpdateBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str | None = Field(max_length=200)
 
 
 class UserList(BaseModel):

@@ -31,7 +31,7 @@ from sqlmodel import Session
 from shared.config import get_settings
 from shared.db import Database
 from shared.models.sessions import ChatSession, Message
-from shared.stores import search_postgres, search_sqlite, search_vectors
+from shared.stores import search_postgres, search_sqlite, search_timeline, search_vectors
 from shared.stores.search_dates import Day, named_dates
 from shared.stores.search_query import ParsedQuery, parse_query
 from shared.stores.search_scope import Candidate, Scope
@@ -76,8 +76,9 @@ def search_messages(
 ) -> list[SearchHit]:
     """The user's messages best matching `query` (any text; never a syntax error), best first.
 
-    `sort` "newest"/"oldest" orders the best `limit` hits by time instead of score. `hybrid`
-    (default: SEARCH_HYBRID) fuses embedding similarity into the ranking when the extra is installed.
+    `sort` "newest"/"oldest" lists every match by time in the database, then keeps `limit` (those
+    hits are not ranked: score 0). `hybrid` (default: SEARCH_HYBRID) fuses embedding similarity into
+    the ranking when the extra is installed.
     """
     parsed = parse_query(query)
     roles = _roles(role)
@@ -86,20 +87,42 @@ def search_messages(
     limit = max(1, min(int(limit), MAX_LIMIT))
     scope = Scope(user_id, session_id, exclude_session_id, roles)
     backend = search_sqlite if db.is_sqlite else search_postgres
-    semantic = _semantic(db, scope, query or "", hybrid)
+    timed = sort in ("newest", "oldest")
+    semantic = None if timed else _semantic(db, scope, query or "", hybrid)
     try:
         with db.read() as s:
+            if timed:
+                return _by_time(s, db.is_sqlite, backend, parsed, scope, limit, sort == "newest")
             hits = _rank(s, backend, parsed, scope, limit, semantic, named_dates(query or ""))
     except DBAPIError as exc:
         if not backend.is_query_error(exc):
             raise
         log.warning("search query refused by the database (%s); answering with no hits", type(exc.orig).__name__)
         return []
-    if sort == "newest":
-        hits.sort(key=lambda h: (h.created_at, h.message_id), reverse=True)
-    elif sort == "oldest":
-        hits.sort(key=lambda h: (h.created_at, h.message_id))
     return hits
+
+
+def _by_time(s: Session, sqlite: bool, backend, parsed: ParsedQuery, scope: Scope, limit: int,
+             newest: bool) -> list[SearchHit]:
+    """Every match ordered by time in SQL, then the first `limit` that hold the terms as a ranked hit must."""
+    found: dict[int, SearchHit] = {}
+
+    def accept(ids: list[int]) -> list[int]:
+        rows = _messages(s, ids, scope)
+        holding = backend.holders(s, parsed.terms + parsed.excluded, rows)
+        presence, excluded = holding[: len(parsed.terms)], set().union(*holding[len(parsed.terms):])
+        kept = []
+        for message_id in ids:
+            row = rows.get(message_id)
+            held = [message_id in holders for holders in presence]
+            if row is None or not _acceptable(held, parsed, message_id in excluded, False):
+                continue
+            found[message_id] = SearchHit(message_id, row.session_id, row.role, row.content or "", row.created_at,
+                                          0.0, round(sum(held) / len(held), 4))
+            kept.append(message_id)
+        return kept
+
+    return [found[i] for i in search_timeline.by_time(s, sqlite, parsed, scope, limit, newest, accept)]
 
 
 def _roles(role: str | Sequence[str] | None) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from shared.errors import NotFound
 from shared.models.sessions import ChatSession, Message
 
 PREVIEW_CHARS = 160
+MIN_TITLE_QUERY = 3  # shorter queries would match too many titles by substring
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,63 @@ def messages_around(
         before = _count(s, session_id, roles, Message.id < (older[-1].id if older else message_id))
         after = _count(s, session_id, roles, Message.id > (newer[-1].id if newer else message_id))
     return Window(list(reversed(older)) + [anchor] + newer, before, after)
+
+
+@dataclass(frozen=True)
+class Anchored:
+    """Windows around a session's hits, merged in order, and the session's first and last messages
+    outside them (bookends)."""
+
+    messages: list[Message]
+    bookend_start: list[Message]
+    bookend_end: list[Message]
+    before: int
+    after: int
+
+
+def anchored_view(db: Database, user_id: str, session_id: str, anchors: Sequence[int], window: int, bookend: int,
+                  roles: Sequence[str]) -> Anchored:
+    """`window` messages of these roles either side of each anchor (each shown once), and the first and
+    last `bookend` messages with text that lie before and after all of them."""
+    with db.read() as s:
+        _owned(s, user_id, session_id)
+        base = _in_session(session_id, roles)
+        shown: dict[int, Message] = {}
+        for anchor_id in anchors:
+            anchor = s.get(Message, anchor_id)
+            if anchor is None or anchor.session_id != session_id:
+                raise NotFound(f"No message {anchor_id} in session {session_id!r}.", code="message_not_found")
+            shown[anchor.id] = anchor
+            for m in s.exec(base.where(Message.id < anchor_id).order_by(Message.id.desc()).limit(window)):
+                shown[m.id] = m
+            for m in s.exec(base.where(Message.id > anchor_id).order_by(Message.id).limit(window)):
+                shown[m.id] = m
+        first, last = min(shown), max(shown)
+        spoken = _in_session(session_id, ("user", "assistant")).where(Message.content.is_not(None),
+                                                                       Message.content != "")
+        start = list(s.exec(spoken.where(Message.id < first).order_by(Message.id).limit(bookend)))
+        end = list(s.exec(spoken.where(Message.id > last).order_by(Message.id.desc()).limit(bookend)))
+        before = _count(s, session_id, roles, Message.id < first)
+        after = _count(s, session_id, roles, Message.id > last)
+    return Anchored([shown[i] for i in sorted(shown)], start, list(reversed(end)), before, after)
+
+
+def titled_sessions(db: Database, user_id: str, query: str, *, limit: int,
+                    exclude_session_id: str | None = None) -> list[ChatSession]:
+    """The user's sessions whose title is the query (any case) first, then those whose title holds it."""
+    wanted = " ".join(query.strip().strip("\"'`").split()).lower()
+    if len(wanted) < MIN_TITLE_QUERY:
+        return []
+    title = func.lower(ChatSession.title)
+    escaped = wanted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    query_ = select(ChatSession).where(ChatSession.user_id == user_id, ChatSession.title.is_not(None),
+                                       title.like(f"%{escaped}%", escape="\\"))
+    if exclude_session_id is not None:
+        query_ = query_.where(ChatSession.id != exclude_session_id)
+    with db.read() as s:
+        rows = list(s.exec(query_.order_by(ChatSession.updated_at.desc()).limit(limit * 4)))
+    rows.sort(key=lambda r: " ".join(r.title.split()).lower() != wanted)  # exact titles first, stable
+    return rows[:limit]
 
 
 def _count(s: Session, session_id: str, roles: Sequence[str], condition) -> int:

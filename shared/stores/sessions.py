@@ -37,6 +37,22 @@ def get_session(db: Database, user_id: str | None, session_id: str) -> ChatSessi
     return row
 
 
+def set_title(db: Database, user_id: str, session_id: str, title: str | None) -> ChatSession:
+    """Retitle a session of this user (a user's title is never overwritten by an automatic one)."""
+    get_session(db, user_id, session_id)
+    with db.write() as s:
+        s.execute(update(ChatSession).where(ChatSession.id == session_id).values(title=title, updated_at=utcnow()))
+        return s.get(ChatSession, session_id)
+
+
+def set_title_if_unset(db: Database, session_id: str, title: str) -> bool:
+    """Give an untitled session this title; False when it has one (set meanwhile, e.g. by PATCH)."""
+    with db.write() as s:
+        done = s.execute(update(ChatSession).where(ChatSession.id == session_id, ChatSession.title.is_(None))
+                         .values(title=title))
+        return done.rowcount == 1
+
+
 def list_sessions(db: Database, user_id: str, *, cursor: str | None, limit: int) -> tuple[list[ChatSession], str | None]:
     """Newest first by creation time (ids only order by millisecond); the cursor is the last id of a page."""
     query = select(ChatSession).where(ChatSession.user_id == user_id)

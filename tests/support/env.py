@@ -109,6 +109,7 @@ def prepare() -> TestEnv:
         LLM_BACKOFF_BASE_SECONDS="0.01",
         LLM_BACKOFF_MAX_SECONDS="0.05",
         LOG_FORMAT="text",
+        SESSION_TITLES="false",  # a title call would take a scripted reply; tests that want one turn it on
         # the suite makes many requests with one key; tests/services/api/test_rate_limits.py tests low limits
         RATE_LIMIT_PER_MINUTE="1000000",
         TURN_RATE_LIMIT_PER_MINUTE="1000000",

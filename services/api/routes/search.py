@@ -25,7 +25,7 @@ def search(
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
     session_id: Annotated[str | None, Query(max_length=64, description="Only this session of yours.")] = None,
     role: Annotated[Literal["user", "assistant"] | None, Query(description="Only this role.")] = None,
-    sort: Annotated[Literal["rank", "newest", "oldest"], Query(description="Order of the best hits.")] = "rank",
+    sort: Annotated[Literal["rank", "newest", "oldest"], Query(description="rank: best first; newest/oldest: every match by time, then the limit.")] = "rank",
 ) -> SearchResults:
     """Your messages best matching `q`, best first; another user's never appear."""
     if session_id is not None:

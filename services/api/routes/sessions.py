@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from services.api.deps import CurrentUser, DbDep, EnqueueDep
-from services.api.schemas import SessionCreateBody, error_responses
+from services.api.schemas import SessionCreateBody, SessionUpdateBody, error_responses
 from shared.models.base import MAX_DB_INT
 from shared.models.sessions import MessagePage, MessagePublic, SessionPage, SessionPublic
 from shared.queue.names import END_SESSION
@@ -53,6 +53,12 @@ def end_session(session_id: str, db: DbDep, user: CurrentUser, enqueue: EnqueueD
 def read_session(session_id: str, db: DbDep, user: CurrentUser) -> SessionPublic:
     """One session, with the sha256 of its frozen system prompt."""
     return _public(sessions.get_session(db, user.id, session_id))
+
+
+@router.patch("/{session_id}", response_model=SessionPublic, responses=error_responses(404))
+def update_session(session_id: str, body: SessionUpdateBody, db: DbDep, user: CurrentUser) -> SessionPublic:
+    """Retitle a session; an automatic title never replaces yours."""
+    return _public(sessions.set_title(db, user.id, session_id, body.title))
 
 
 @router.get("/{session_id}/messages", response_model=MessagePage, responses=error_responses(404))

@@ -7,3 +7,4 @@ from services.worker.features import memory  # noqa: F401  (memory snapshot, <me
 from services.worker.features import skills  # noqa: F401  (the skill index in the system prompt)
 from services.worker.features import providers  # noqa: F401  (memory provider: recall, syncs, its tools)
 from services.worker.features import review  # noqa: F401  (counts turns, sends due background reviews)
+from services.worker.features import titles  # noqa: F401  (a short title after a session's first exchange)

@@ -16,12 +16,17 @@ from shared.models.sessions import Message
 from shared.stores import sessions
 from shared.stores.search import SEARCHABLE_ROLES, search_messages
 from shared.stores.search_query import MAX_QUERY_CHARS
-from shared.stores.search_views import messages_around, recent_sessions, session_head_tail
+from shared.stores.search_views import (anchored_view, messages_around, recent_sessions, session_head_tail,
+                                         titled_sessions)
 from services.worker.tools.registry import Tool, ToolContext, register
 
 LIMIT, MAX_LIMIT = 3, 10
 WINDOW, MAX_WINDOW = 5, 20
-CONTEXT = 2  # messages shown either side of a discovered match
+CONTEXT = 5  # messages shown either side of a discovered match
+BOOKEND = 3  # a discovered session's first and last messages shown besides the windows
+WINDOWS_PER_SESSION = 3  # hits of one session shown with their windows (the others by id)
+MAX_SHOWN = 80  # non-anchor messages one discover answer shows at most, across its sessions
+DISCOVER_CHARS = 300  # a discovered message's text is cut here (scroll to read it whole)
 HITS_PER_SESSION = 5  # hits fetched per session asked for, to fill `limit` distinct sessions
 READ_HEAD, READ_TAIL = 20, 10
 MATCH_CHARS, TEXT_CHARS = 2000, 600
@@ -69,9 +74,9 @@ def _roles(value: Any) -> tuple[str, ...] | None:
     return tuple(names)
 
 
-def _view(message: Message, *, anchor: int | None = None) -> dict[str, Any]:
+def _view(message: Message, *, anchor: int | None = None, cut: int = TEXT_CHARS) -> dict[str, Any]:
     """One stored message as the model sees it: id, role, time and text (cut when long, and said so)."""
-    limit = MATCH_CHARS if message.id == anchor else TEXT_CHARS
+    limit = MATCH_CHARS if message.id == anchor else cut
     text = message.content or ""
     if not text and message.tool_calls:
         text = "[called tools: " + ", ".join(c.get("function", {}).get("name", "?") for c in message.tool_calls) + "]"
@@ -93,18 +98,19 @@ def _discover(db, ctx: ToolContext, query: str, session_id: str | None, limit: i
     searchable = [r for r in (roles or SEARCHABLE_ROLES) if r in SEARCHABLE_ROLES]
     if not searchable:
         raise InvalidInput("Only user and assistant messages are searchable; read or scroll a session to see tool results.")
+    exclude = None if session_id else ctx.session_id
     hits = search_messages(
         db, ctx.user_id, query, limit=limit * HITS_PER_SESSION, session_id=session_id,
-        exclude_session_id=None if session_id else ctx.session_id, role=searchable,
+        exclude_session_id=exclude, role=searchable, sort=sort or "rank",
     )
-    groups: dict[str, list] = {}
+    titled = [] if session_id else titled_sessions(db, ctx.user_id, query, limit=limit, exclude_session_id=exclude)
+    groups: dict[str, list] = {row.id: [] for row in titled}  # a session the query names ranks first
     for hit in hits:
         if hit.session_id in groups or len(groups) < limit:
             groups.setdefault(hit.session_id, []).append(hit)
-    ordered = list(groups.values())
-    if sort:
-        ordered.sort(key=lambda g: g[0].created_at, reverse=sort == "newest")
-    results = [_discovered(db, ctx, group, roles or SEARCHABLE_ROLES) for group in ordered]
+    budget = Budget(MAX_SHOWN)
+    results = [_discovered(db, ctx, sid, group, roles or SEARCHABLE_ROLES, budget, sid in {r.id for r in titled})
+               for sid, group in list(groups.items())[:limit]]
     envelope: dict[str, Any] = {"mode": "discover", "query": query, "count": len(results), "results": results}
     if not results:
         envelope["message"] = "No matching messages found."
@@ -113,19 +119,47 @@ def _discover(db, ctx: ToolContext, query: str, session_id: str | None, limit: i
     return envelope
 
 
-def _discovered(db, ctx: ToolContext, group: list, roles) -> dict[str, Any]:
-    best = group[0]
-    chat = sessions.get_session(db, ctx.user_id, best.session_id)
-    window = messages_around(db, ctx.user_id, best.session_id, best.message_id, CONTEXT, roles)
-    result: dict[str, Any] = {
-        "session_id": best.session_id,
-        "title": chat.title,
-        "when": _when(best.created_at),
-        "match_message_id": best.message_id,
-        "messages": [_view(m, anchor=best.message_id) for m in window.messages],
-        "messages_before": window.before,
-        "messages_after": window.after,
-    }
+class Budget:
+    """How many more messages a discover answer may show; anchors are always shown."""
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+    def take(self, messages: list[Message], keep: set[int]) -> list[Message]:
+        return [m for m in messages if m.id in keep or self._spend()]
+
+    def _spend(self) -> bool:
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return True
+
+
+def _discovered(db, ctx: ToolContext, session_id: str, group: list, roles, budget: Budget,
+                by_title: bool) -> dict[str, Any]:
+    chat = sessions.get_session(db, ctx.user_id, session_id)
+    anchors = [h.message_id for h in group[:WINDOWS_PER_SESSION]]
+    result: dict[str, Any] = {"session_id": session_id, "title": chat.title}
+    if by_title:
+        result["matched_role"] = "session_title"
+    if not anchors:  # named by its title only: its start and end
+        _, ends, total = session_head_tail(db, ctx.user_id, session_id, BOOKEND, BOOKEND, SEARCHABLE_ROLES)
+        result.update(when=_when(chat.created_at), message_count=total,
+                      messages=[_view(m, cut=DISCOVER_CHARS) for m in budget.take(ends, set())])
+        return result
+    view = anchored_view(db, ctx.user_id, session_id, anchors, CONTEXT, BOOKEND, roles)
+    keep = set(anchors)
+    result.update(
+        when=_when(group[0].created_at),
+        match_message_id=anchors[0],
+        messages=[_view(m, anchor=m.id if m.id in keep else None, cut=DISCOVER_CHARS)
+                  for m in budget.take(view.messages, keep)],
+        messages_before=view.before,
+        messages_after=view.after,
+    )
+    if view.bookend_start or view.bookend_end:
+        result["bookend_start"] = [_view(m, cut=DISCOVER_CHARS) for m in budget.take(view.bookend_start, set())]
+        result["bookend_end"] = [_view(m, cut=DISCOVER_CHARS) for m in budget.take(view.bookend_end, set())]
     if len(group) > 1:
         result["other_match_ids"] = [h.message_id for h in group[1:]]
     return result
@@ -179,7 +213,8 @@ register(Tool(
     name="session_search",
     description=(
         "Search and read your earlier conversations with this user (stored messages, not summaries). "
-        "With query: ranked matches grouped by session, a few messages around each. With session_id and "
+        "With query: matches grouped by session (a session whose title matches first), 5 messages either side "
+        "of each and the session's first and last 3. With session_id and "
         "around_message_id: scroll the messages around one. With session_id alone: read that session's "
         "start and end. With nothing: list recent sessions. If the user gave a URL, file or other direct "
         "source, inspect that first: past conversations are not evidence of its current contents."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shared.stores import sessions
+from tests.shared.test_search_time import store_dated
 from tests.services.api.helpers import error_of
 from tests.support.factories import make_session, make_user
 
@@ -59,3 +60,11 @@ def test_bad_requests_are_refused_with_a_stable_code(client, user):
     assert missing.status_code == 422 and error_of(missing)["code"] == "invalid_request"
     too_many = client.get("/v1/search", headers=user.headers, params={"q": "x", "limit": 1000})
     assert too_many.status_code == 422
+
+
+def test_time_order_over_the_api_applies_the_limit_after_ordering(client, db, user):
+    stored = store_dated(db, user.id, ["kayak " * 8] + [f"kayak remark {i} with plenty of padding words" for i in range(12)])
+    body = client.get("/v1/search", headers=user.headers, params={"q": "kayak", "limit": 2, "sort": "oldest"}).json()
+    assert [h["message_id"] for h in body["data"]] == [stored[0].id, stored[1].id]
+    body = client.get("/v1/search", headers=user.headers, params={"q": "kayak", "limit": 2, "sort": "newest"}).json()
+    assert [h["message_id"] for h in body["data"]] == [stored[-1].id, stored[-2].id]

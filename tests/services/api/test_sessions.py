@@ -91,3 +91,13 @@ def test_ending_a_session_sends_end_session_for_the_curator(client, user, api_ap
     assert response.status_code == 202
     assert sent == [(END_SESSION, {"session_id": created["id"]})]
     assert client.post("/v1/sessions/s-missing/end", headers=user.headers).status_code == 404
+
+
+def test_patch_retitles_a_session_of_yours_only(client, db, user):
+    from tests.support.factories import make_session, make_user
+    session = make_session(db, user.id)
+    response = client.patch(f"/v1/sessions/{session.id}", headers=user.headers, json={"title": "Lisbon trip"})
+    assert response.status_code == 200 and response.json()["title"] == "Lisbon trip"
+    other = make_user(db)
+    assert client.patch(f"/v1/sessions/{session.id}", headers=other.headers, json={"title": "x"}).status_code == 404
+    assert client.patch(f"/v1/sessions/{session.id}", headers=user.headers, json={"bogus": 1}).status_code == 422

@@ -51,7 +51,8 @@ def test_discover_groups_stored_messages_by_session_with_context(settings, user,
     (result,) = found["results"]
     assert result["session_id"] == trip.id and result["title"] == "Trip planning"
     texts = [m["text"] for m in result["messages"]]
-    match = next(m for m in result["messages"] if m.get("match"))
+    match = next(m for m in result["messages"] if m["id"] == result["match_message_id"])
+    assert match.get("match")  # every hit shown is marked; match_message_id is the best
     assert match["id"] == result["match_message_id"] and {"tram", "lisbon"} & set(re.findall(r"\w+", match["text"].lower()))
     assert set(texts) <= {m.content for m in trip_msgs}  # real stored text, never a summary
     assert result["messages_before"] + len(texts) + result["messages_after"] == len(trip_msgs)
