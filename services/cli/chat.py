@@ -145,6 +145,7 @@ class Chat:
             if not text:
                 continue
             if text == "/new":
+                self.client.post(f"/v1/sessions/{self.session_id}/end")  # that session has really ended
                 self.session_id = self._open(None)
                 self.say(f"new session {self.session_id}")
                 continue

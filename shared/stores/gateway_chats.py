@@ -12,8 +12,9 @@ from shared.stores import sessions
 
 
 def resolve(db: Database, user_id: str, key: str, *, fresh: bool = False, source: str = "gateway"
-            ) -> tuple[GatewayChat, bool]:
-    """The chat's current session for this user (created when missing, or anew when `fresh`); True if new.
+            ) -> tuple[GatewayChat, bool, str | None]:
+    """The chat's current session for this user (created when missing, or anew when `fresh`); True if new; and
+    the session `fresh` replaced (it has really ended), if any.
 
     The key is scoped by user: a key another user holds is answered as missing, never shown.
     """
@@ -21,16 +22,17 @@ def resolve(db: Database, user_id: str, key: str, *, fresh: bool = False, source
     with db.read() as s:
         row = s.get(GatewayChat, scoped)
     if row is not None and not fresh:
-        return row, False
+        return row, False, None
     session = sessions.create_session(db, user_id, title=key[:200], source=source)
     with db.write() as s:
         row = s.get(GatewayChat, scoped, with_for_update=True)
         if row is not None and not fresh:
-            return row, False  # another request bound it first; the spare session stays empty
+            return row, False, None  # another request bound it first; the spare session stays empty
+        replaced = row.session_id if row is not None else None
         row = row or GatewayChat(key=scoped, user_id=user_id, session_id=session.id)
         row.session_id, row.updated_at = session.id, utcnow()
         s.add(row)
-    return row, True
+    return row, True, replaced
 
 
 def sessions_of(db: Database, user_id: str) -> list[ChatSession]:

@@ -3,15 +3,21 @@ continues, a webhook route's secret, and the delivery outbox."""
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter
 
-from services.api.deps import DbDep, GatewayKey, SettingsDep
+from services.api.deps import DbDep, EnqueueDep, GatewayKey, SettingsDep
 from services.api.schemas import error_responses
 from shared.errors import Forbidden
 from shared.gateway_auth import ACT_AS_HEADER
 from shared.models.gateway import (ChatAnswer, ChatAsk, IdentityAnswer, IdentityAsk, OutboxCreate, OutboxFill,
                                    OutboxPublic, OutboxResult, WebhookIssued)
+from shared.queue.names import END_SESSION
+from shared.queue.payloads import EndSession
 from shared.stores import gateway_chats, outbox, pairing, users, webhook_routes
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/gateway", tags=["gateway"], responses=error_responses(401, 403, 422))
 
@@ -37,10 +43,16 @@ def _bound_user(db, user_id: str):
 
 
 @router.post("/users/{user_id}/chats", response_model=ChatAnswer, responses=error_responses(404))
-def resolve_chat(user_id: str, body: ChatAsk, db: DbDep, _gateway: GatewayKey) -> ChatAnswer:
-    """The session a chat continues (created on its first message); `fresh` starts a new one (`/new`)."""
+def resolve_chat(user_id: str, body: ChatAsk, db: DbDep, enqueue: EnqueueDep, _gateway: GatewayKey) -> ChatAnswer:
+    """The session a chat continues (created on its first message); `fresh` starts a new one (`/new`), and the
+    session it replaces has ended (the memory provider hears it once, in the background)."""
     user = _bound_user(db, user_id)
-    row, created = gateway_chats.resolve(db, user.id, body.key, fresh=body.fresh)
+    row, created, replaced = gateway_chats.resolve(db, user.id, body.key, fresh=body.fresh)
+    if replaced is not None:
+        try:
+            enqueue(END_SESSION, EndSession(session_id=replaced))
+        except Exception as exc:  # any broker failure: the idle sweep ends that session later
+            log.warning("could not send end_session for %s (%s)", replaced, type(exc).__name__)
     return ChatAnswer(key=body.key, session_id=row.session_id, created=created)
 
 

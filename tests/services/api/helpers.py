@@ -15,7 +15,8 @@ class EnqueueRecorder:
         self.calls: list[tuple[str, dict, str]] = []
 
     def __call__(self, name: str, payload) -> None:
-        status_at_send = turns.get_turn(self.db, None, payload.turn_id).status
+        turn_id = getattr(payload, "turn_id", None)  # tasks about a session (end_session) name no turn
+        status_at_send = turns.get_turn(self.db, None, turn_id).status if turn_id else None
         self.calls.append((name, payload.model_dump(), status_at_send))
 
 

@@ -50,7 +50,7 @@ def test_gateway_routes_refuse_user_and_admin_keys(client, db, admin_headers):
     assert client.post("/v1/gateway/identities", json=body, headers=admin_headers).status_code == 401
 
 
-def test_an_unknown_platform_user_gets_a_code_and_the_owner_approves_it(client, admin_headers, db):
+def test_an_unknown_platform_user_gets_a_code_and_the_owner_approves_it(client, admin_headers, db, enqueued):
     platform = f"t{secrets.token_hex(3)}"
     ask = {"platform": platform, "platform_user_id": "99", "display_name": "Pat"}
     answer = client.post("/v1/gateway/identities", json=ask, headers=gw()).json()
@@ -68,6 +68,8 @@ def test_an_unknown_platform_user_gets_a_code_and_the_owner_approves_it(client, 
     fresh = client.post(f"/v1/gateway/users/{user.id}/chats", json={"key": "agent:main:x:dm:1", "fresh": True},
                         headers=gw()).json()
     assert chat["session_id"] == same["session_id"] != fresh["session_id"]
+    ended = [payload for name, payload, _ in enqueued.calls if name == "end_session"]
+    assert ended == [{"session_id": chat["session_id"]}], "/new really ends the session it replaces (issue 12)"
     revoked = client.post("/v1/admin/pairing/revoke", headers=admin_headers,
                           json={"platform": platform, "platform_user_id": "99"})
     assert revoked.status_code == 200
