@@ -56,11 +56,9 @@ def test_sigterm_under_load_exits_within_the_grace_and_runs_no_turn_twice(fake_m
         finished = [wait_for_turn(c, t["id"], timeout=90) for c, t in posted]
         for c in clients:
             c.close()
-        log = worker.log()
 
     assert after_sigterm <= started_before, "the stopping worker claimed turns it had not started"
     assert [t["status"] for t in finished] == ["completed"] * len(markers)
     assert sorted(t["output"] for t in finished) == sorted(f"done {m}" for m in markers)
     calls = Counter(marker_of(r.body) for r in model.requests if r.path == "/v1/chat/completions")
     assert {m: calls[m] for m in markers} == {m: 2 for m in markers}, "a turn asked the model twice for one step"
-    assert "handed back" in log
