@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 BATCH = 200
 BLOCK_SECONDS = 5.0
+CLOSE_SECONDS = 5.0
 WAKE_TTL_SECONDS = 3600
 RETRY_PAUSE_SECONDS = 0.5
 
@@ -206,11 +207,8 @@ class Reader:
                 self._on_done(channel)
 
     async def close(self) -> None:
-        try:
-            await self.waker.delete(self.wake_key)
-        except (redis.RedisError, OSError):
-            pass
-        await self.client.aclose(close_connection_pool=True)
+        await _bounded(self.waker.delete(self.wake_key))
+        await _bounded(self.client.aclose(close_connection_pool=True))
 
 
 class Hub:
@@ -280,4 +278,12 @@ class Hub:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for reader in self.readers:
             await reader.close()
-        await self.replay.aclose(close_connection_pool=True)
+        await _bounded(self.replay.aclose(close_connection_pool=True))
+
+
+async def _bounded(closing) -> None:
+    """A Redis call made while shutting down: never let an unresponsive server hold the shutdown up."""
+    try:
+        await asyncio.wait_for(closing, CLOSE_SECONDS)
+    except (redis.RedisError, OSError, TimeoutError) as exc:
+        log.warning("sse shutdown: a Redis call did not finish cleanly (%s)", type(exc).__name__)

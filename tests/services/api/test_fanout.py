@@ -42,7 +42,7 @@ def test_a_subscriber_that_falls_behind_is_ended_with_an_overflow_error_it_can_r
             await hub.close()
         return fast_events, slow_events, resumed
 
-    fast_events, slow_events, resumed = asyncio.run(scenario())
+    fast_events, slow_events, resumed = asyncio.run(asyncio.wait_for(scenario(), 60))
     assert len(fast_events) == FLOOD + 1 and fast_events[-1].type == "turn.completed"
     assert slow_events[-1].type == "error" and slow_events[-1].data["code"] == "stream_overflow"
     delivered = slow_events[:-1]
