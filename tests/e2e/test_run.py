@@ -15,7 +15,8 @@ from tests.support.hstack_run import HstackRun
 from tests.support.processes import wait_for_turn
 from tests.support.waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+# `hstack run` keeps its own SQLite database whatever TEST_DATABASE says, so the Postgres pass would repeat it.
+pytestmark = [pytest.mark.e2e, pytest.mark.sqlite_only]
 
 SERVICES = ("redis", "model", "api", "worker", "reviewer", "curator", "gateway")
 READY_LINE = re.compile(r"^  (\w+)\s+ready\s", re.MULTILINE)
