@@ -22,7 +22,7 @@ from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn
 from shared.stores.sessions import insert_messages
 from shared.stores.turn_slots import lock_user
-from shared.stores.turns import idempotent_turn, add_turn, same_request
+from shared.stores.turns import add_turn, idempotent_turn, lost_race, same_request
 
 SOURCE = "chat_completions"
 VISIBLE_ROLES = ("user", "assistant")
@@ -75,13 +75,7 @@ def accept_conversation_turn(
                             request_hash=request_hash, max_running=max_running,
                             interactive=False)  # an OpenAI client has no channel for an approval question
     except IntegrityError:
-        if not idempotency_key:
-            raise
-        with db.read() as s:
-            existing = idempotent_turn(s, user_id, idempotency_key)
-        if existing is None:
-            raise
-        return same_request(existing, request_hash), []
+        return lost_race(db, user_id, idempotency_key, request_hash), []
 
 
 def _create(s: Session, user_id: str, key: str, instructions: str | None) -> str:

@@ -70,13 +70,7 @@ def accept_turn(
                                   request_hash=request_hash, max_running=max_running, interactive=interactive)
         return turn, True, sent
     except IntegrityError:
-        if not idempotency_key:
-            raise
-        with db.read() as s:
-            existing = idempotent_turn(s, user_id, idempotency_key)
-        if existing is None:
-            raise
-        return same_request(existing, request_hash), False, []
+        return lost_race(db, user_id, idempotency_key, request_hash), False, []
 
 
 def add_turn(
@@ -104,6 +98,18 @@ def add_turn(
     s.add(turn)
     s.flush()
     return turn, ([] if max_running is None else take_slots(s, user_id, max_running))
+
+
+def lost_race(db: Database, user_id: str, idempotency_key: str | None, request_hash: str | None) -> Turn:
+    """Inside `except IntegrityError`: the turn a concurrent request with the same Idempotency-Key committed
+    first (re-raises when there is no key, or no such turn)."""
+    if not idempotency_key:
+        raise
+    with db.read() as s:
+        existing = idempotent_turn(s, user_id, idempotency_key)
+    if existing is None:
+        raise
+    return same_request(existing, request_hash)
 
 
 def idempotent_turn(s: Session, user_id: str, key: str) -> Turn | None:

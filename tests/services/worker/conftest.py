@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 
 import pytest
 
 from services.worker.runtime import Runtime
+from tests.services.worker.terminal_turns import searchable_data_dir
 from tests.support.factories import make_session
 
 
@@ -29,3 +31,11 @@ def make_runtime(settings):
 @pytest.fixture
 def session(db, user):
     return make_session(db, user.id)
+
+
+@pytest.fixture
+def data():
+    """A DATA_DIR the terminal sandbox can reach as its unprivileged uid (see terminal_turns.searchable_data_dir)."""
+    path = searchable_data_dir()
+    yield path
+    shutil.rmtree(path.parent, ignore_errors=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import threading
 
 import pytest
@@ -12,17 +11,10 @@ from services.worker.agent.drain import drain_session
 from services.worker.sandbox import process_table, stop_background
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import event_types, post_turn, wait_finished
-from tests.services.worker.terminal_turns import (needs_bwrap, one_turn, script_calls, searchable_data_dir,
+from tests.services.worker.terminal_turns import (needs_bwrap, one_turn, script_calls,
                                                   sleepers, tool_results)
 from tests.support.factories import make_session, make_user
 from tests.support.waiting import wait_until
-
-
-@pytest.fixture
-def data():
-    path = searchable_data_dir()
-    yield path
-    shutil.rmtree(path.parent, ignore_errors=True)
 
 
 @pytest.fixture

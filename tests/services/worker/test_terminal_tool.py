@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import pytest
 
@@ -19,17 +18,10 @@ from services.worker.tools import terminal as terminal_tool
 from services.worker.tools.registry import REGISTRY
 from tests.fakes.model import text, tool_call
 from tests.services.worker.terminal_turns import (SECRET, needs_bwrap, one_turn, script_calls,
-                                                  searchable_data_dir, sleepers)
+                                                  sleepers)
 from tests.services.worker.test_sandbox import FORK_BOMB
 from tests.support.factories import make_user
 from tests.support.waiting import wait_until
-
-
-@pytest.fixture
-def data():
-    path = searchable_data_dir()
-    yield path
-    shutil.rmtree(path.parent, ignore_errors=True)
 
 
 @pytest.fixture
