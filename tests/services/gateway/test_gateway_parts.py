@@ -63,13 +63,18 @@ def test_every_platform_is_registered_in_one_place():
 
 def test_at_most_32_messages_wait_behind_a_turn():
     class Stuck:
+        def __init__(self) -> None:
+            self.running = asyncio.Event()
+
         async def chat_session(self, *_a, **_k):
-            await asyncio.sleep(3600)
+            self.running.set()
+            await asyncio.Event().wait()  # the turn never gets its session: it stays running
 
     async def scenario():
-        runner = ChatRunner(Stuck(), "usr", "key", surface=None)
+        api = Stuck()
+        runner = ChatRunner(api, "usr", "key", surface=None)
         assert runner.submit("running")
-        await asyncio.sleep(0.01)  # the first becomes the running turn
+        await asyncio.wait_for(api.running.wait(), 10)  # the first has become the running turn
         accepted = [runner.submit(f"m{i}") for i in range(MAX_QUEUED + 1)]
         runner.task.cancel()
         return accepted
