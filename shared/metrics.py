@@ -34,6 +34,8 @@ COUNTERS = {
     "hstack_tokens_total": "Model tokens, by kind (prompt, completion).",
     "hstack_model_calls_total": "Model calls, by outcome.",
     "hstack_tool_calls_total": "Tool calls, by tool.",
+    "hstack_prompt_tokens_total": "Prompt tokens sent to the model, by kind (turn, review).",
+    "hstack_cached_prompt_tokens_total": "Prompt tokens the provider read from its prompt cache, by kind (turn, review).",
 }
 
 

@@ -80,6 +80,16 @@ class ApiClient:
     def get(self, path: str, **params) -> Any:
         return self._call("GET", path, params=params or None)
 
+    def text(self, path: str) -> str:
+        """A plain-text answer (GET /metrics), with the same errors as `get`."""
+        try:
+            response = self._http.get(path)
+        except httpx.TransportError as exc:
+            raise CliError(self.unreachable()) from exc
+        if response.status_code >= 400:
+            raise CliError(describe_error(response))
+        return response.text
+
     def post(self, path: str, body: dict | None = None, *, headers: dict | None = None) -> Any:
         return self._call("POST", path, json=body if body is not None else {}, headers=headers)
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from services.cli.client import ApiClient
+
+CACHE_COUNTERS = {"hstack_prompt_tokens": "prompt", "hstack_cached_prompt_tokens": "cached"}
 
 
 def ago(seconds_since_epoch: Any) -> str:
@@ -47,9 +51,29 @@ def status(client: ApiClient, out: TextIO) -> int:
     """Print the stack's status; CliError (non-zero exit) when the api cannot be reached."""
     for line in render(client.get("/v1/admin/status")):
         out.write(line + "\n")
+    out.write(cache_line(prompt_tokens_by_kind(client.text("/metrics"))) + "\n")
     for line in undelivered(client.get("/v1/admin/outbox", status="failed")):
         out.write(line + "\n")
     return 0
+
+
+def prompt_tokens_by_kind(exposition: str) -> dict[str, dict[str, float]]:
+    """{kind: {"prompt": n, "cached": n}} from the /metrics prompt-token counters (turn, review)."""
+    totals: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(exposition):
+        field = CACHE_COUNTERS.get(family.name)
+        for sample in family.samples if field else ():
+            if sample.name.endswith("_total"):
+                kind = totals.setdefault(sample.labels.get("kind", "?"), {"prompt": 0.0, "cached": 0.0})
+                kind[field] += sample.value
+    return totals
+
+
+def cache_line(totals: dict[str, dict[str, float]]) -> str:
+    """The prompt-cache hit share (cached / prompt tokens) by kind: what the provider did not bill in full."""
+    shares = [f"{kind} {t['cached'] / t['prompt']:.0%} of {t['prompt']:,.0f} tokens"
+              for kind, t in sorted(totals.items()) if t["prompt"] > 0]
+    return "prompt cache  " + ("  ".join(shares) or "no model calls yet")
 
 
 def undelivered(failed: list[dict]) -> list[str]:

@@ -7,6 +7,7 @@ import uuid
 from typing import Iterator
 
 from services.demo_model.openai_wire import ARGUMENT_PIECE, word_chunks
+from services.demo_model.prefix_cache import PromptUsage
 from services.demo_model.replies import Reply, usage_for
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
@@ -29,8 +30,9 @@ def _frame(payload: dict) -> bytes:
 class AnthropicWire:
     """Builds one Messages response, streamed (named SSE events) or whole."""
 
-    def __init__(self, body: dict) -> None:
+    def __init__(self, body: dict, prompt: PromptUsage | None = None) -> None:
         self.body = body
+        self.prompt = prompt
         self.id = f"msg_{uuid.uuid4().hex[:24]}"
         self.model = body.get("model") or "scripted"
 
@@ -41,9 +43,11 @@ class AnthropicWire:
         return {"type": "error", "error": {"type": kind, "message": message or f"HTTP {status}"}}
 
     def _usage(self, reply: Reply) -> dict:
-        usage = usage_for(reply, self.body)
-        return {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
-                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        """Anthropic counts cached tokens apart: `input_tokens` is only the part read fresh."""
+        usage = usage_for(reply, self.body, self.prompt)
+        cached = usage["prompt_tokens_details"]["cached_tokens"]
+        return {"input_tokens": usage["prompt_tokens"] - cached, "output_tokens": usage["completion_tokens"],
+                "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached}
 
     def _stop_reason(self, reply: Reply) -> str:
         reason = reply.final_reason()

@@ -8,6 +8,7 @@ import time
 import uuid
 from typing import Iterator
 
+from services.demo_model.prefix_cache import PromptUsage
 from services.demo_model.replies import Reply, usage_for
 
 ARGUMENT_PIECE = 7
@@ -42,8 +43,9 @@ class Wire:
 
     error_body = staticmethod(error_body)
 
-    def __init__(self, body: dict) -> None:
+    def __init__(self, body: dict, prompt: PromptUsage | None = None) -> None:
         self.body = body
+        self.prompt = prompt
         self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
         self.model = body.get("model") or "scripted"
@@ -60,7 +62,7 @@ class Wire:
             "id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
             "system_fingerprint": None,
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.final_reason()}],
-            "usage": usage_for(reply, self.body),
+            "usage": usage_for(reply, self.body, self.prompt),
         }
 
     def _chunk(self, delta: dict, finish_reason: str | None = None) -> dict:
@@ -85,7 +87,7 @@ class Wire:
         if (self.body.get("stream_options") or {}).get("include_usage"):
             yield {
                 "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "system_fingerprint": None, "choices": [], "usage": usage_for(reply, self.body),
+                "system_fingerprint": None, "choices": [], "usage": usage_for(reply, self.body, self.prompt),
             }
 
     def frames(self, reply: Reply) -> Iterator[bytes]:

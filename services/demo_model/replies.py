@@ -8,6 +8,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
+from services.demo_model.prefix_cache import PromptUsage, serialize, tokens
+
 
 @dataclass(frozen=True)
 class ScriptedCall:
@@ -107,27 +109,18 @@ def latest_user_text(body: dict) -> str:
     return ""
 
 
-def prompt_chars(body: dict) -> int:
-    """Characters of the prompt the usage estimate counts: contents, tool-call arguments, system."""
-    total = 0
-    system = body.get("system")
-    if isinstance(system, str):
-        total += len(system)
-    elif isinstance(system, list):
-        total += sum(len(block.get("text", "")) for block in system if isinstance(block, dict))
-    for message in body.get("messages") or []:
-        total += len(message_text(message))
-        for call in message.get("tool_calls") or []:
-            total += len((call.get("function") or {}).get("arguments") or "")
-    return total
+def usage_for(reply: Reply, body: dict, prompt: PromptUsage | None = None) -> dict:
+    """The usage numbers reported for a reply: scripted ones, else the prefix cache's count (or a fresh estimate).
 
-
-def usage_for(reply: Reply, body: dict) -> dict[str, int]:
-    """The usage numbers reported for a reply: scripted ones, else estimated."""
+    `prompt_tokens_details.cached_tokens` is the part of the prompt an earlier request of the run already sent.
+    """
     if reply.usage is not None:
-        prompt = reply.usage.get("prompt_tokens", 0)
+        prompt_tokens = reply.usage.get("prompt_tokens", 0)
         completion = reply.usage.get("completion_tokens", 0)
+        cached = reply.usage.get("cached_tokens", 0)
     else:
         out_chars = len(reply.text or "") + sum(len(c.name) + len(c.arguments) for c in reply.tool_calls)
-        prompt, completion = estimate_tokens(prompt_chars(body)), estimate_tokens(out_chars)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        prompt = prompt or PromptUsage(tokens(len(serialize(body))), 0)
+        prompt_tokens, cached, completion = prompt.prompt_tokens, prompt.cached_tokens, estimate_tokens(out_chars)
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+            "total_tokens": prompt_tokens + completion, "prompt_tokens_details": {"cached_tokens": cached}}

@@ -19,6 +19,7 @@ from typing import Iterator
 
 from services.demo_model.anthropic_wire import AnthropicWire
 from services.demo_model.openai_wire import Wire, error_body
+from services.demo_model.prefix_cache import PrefixCache
 from services.demo_model.replies import Reply, Responder, Scripted, fail, latest_user_text, text, tool_call
 
 __all__ = ["ScriptedModel", "Recorded", "Reply", "text", "tool_call", "fail"]
@@ -66,6 +67,7 @@ class ScriptedModel:
         self._rules: dict[str, deque[Scripted]] = {}
         self._requests: list[Recorded] = []
         self._answered: list[Recorded] = []
+        self.prompt_cache = PrefixCache()
         self.in_flight = 0
         self.max_in_flight = 0
         self._stopping = threading.Event()
@@ -108,12 +110,13 @@ class ScriptedModel:
             self._rules.setdefault(marker, deque()).extend(replies)
 
     def reset(self) -> None:
-        """Forget scripts, recorded requests and latency."""
+        """Forget scripts, recorded requests, the prompt cache and latency."""
         with self._lock:
             self._script.clear()
             self._rules.clear()
             self._requests.clear()
             self._answered.clear()
+            self.prompt_cache.clear()
             self.latency = 0.0
             self.max_in_flight = self.in_flight
 
@@ -223,7 +226,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.fake.stopping:
             self.close_connection = True  # a stopped model answers nothing more
             return
-        wire = wire_class(body)
+        answering = not reply.is_error and reply.drop_after != 0
+        wire = wire_class(body, self.fake.prompt_cache.measure(body) if answering else None)
         try:
             if reply.drop_after == 0 or (reply.drop_after is not None and not body.get("stream")):
                 self.close_connection = True

@@ -39,6 +39,7 @@ class MessageAssembly:
         self.blocks: dict[int, dict] = {}
         self.stop_reason: str | None = None
         self.prompt_tokens = 0
+        self.cached_tokens = 0
         self.completion_tokens = 0
         self.stopped = False
 
@@ -49,7 +50,7 @@ class MessageAssembly:
             error = event.get("error") or {}
             raise ProviderHTTPError(ERROR_STATUSES.get(error.get("type"), 500), str(error.get("message", error)))
         if kind == "message_start":
-            self.prompt_tokens = prompt_usage((event.get("message") or {}).get("usage") or {})
+            self.read_usage((event.get("message") or {}).get("usage") or {})
         elif kind == "content_block_start":
             block = dict(event.get("content_block") or {})
             block["pieces"] = []
@@ -62,6 +63,11 @@ class MessageAssembly:
             self.completion_tokens = int((event.get("usage") or {}).get("output_tokens") or self.completion_tokens)
         elif kind == "message_stop":
             self.stopped = True
+
+    def read_usage(self, raw: dict) -> None:
+        """Prompt tokens (cached or not) and the part read from the prompt cache."""
+        self.prompt_tokens = prompt_usage(raw)
+        self.cached_tokens = int(raw.get("cache_read_input_tokens") or 0)
 
     def _delta(self, block: dict, delta: dict) -> None:
         if delta.get("type") == "text_delta":
@@ -81,7 +87,7 @@ class MessageAssembly:
                 calls.append(ToolCall(block.get("id") or f"toolu_{uuid.uuid4().hex[:24]}", block.get("name", ""),
                                       arguments))
         finish = finish_of(calls, FINISH_REASONS.get(self.stop_reason, self.stop_reason))
-        usage = Usage(self.prompt_tokens, self.completion_tokens)
+        usage = Usage(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
         return Completion("".join(text) or None, calls, finish, usage, model)
 
 
@@ -95,7 +101,8 @@ def parse_message(data: dict, model: str) -> Completion:
         if block.get("type") == "text":
             assembly.blocks[index]["pieces"].append(block.get("text", ""))
     usage = data.get("usage") or {}
-    assembly.prompt_tokens, assembly.completion_tokens = prompt_usage(usage), int(usage.get("output_tokens") or 0)
+    assembly.read_usage(usage)
+    assembly.completion_tokens = int(usage.get("output_tokens") or 0)
     assembly.stop_reason = data.get("stop_reason")
     return assembly.result(model)
 

@@ -87,14 +87,16 @@ class LLMClient:
             self._transport = make_transport(settings, http or shared_http_client(), self._api_key, timeout)
 
     def complete(self, messages: list[dict], tools: list[dict] | None = None, on_delta: OnDelta | None = None,
-                 cancelled: Callable[[], bool] | None = None, *, stream: bool = True) -> Completion:
+                 cancelled: Callable[[], bool] | None = None, *, stream: bool = True,
+                 kind: str | None = None) -> Completion:
         """Ask the model for the next assistant message (streamed by default, deltas to `on_delta`).
 
         Retries 429/5xx/timeouts with backoff, then tries the fallback model; raises ModelAuthError,
         ModelRequestError (ContextOverflow when the prompt does not fit), ModelUnavailable, or
         Cancelled once `cancelled()` is true. An answer cut by the output limit is continued (as the
         anchor: up to 3 times, with a raised max_tokens) and joined; a cut tool call is asked again,
-        never returned half-formed.
+        never returned half-formed. With a `kind` ("turn", "review"), the call's prompt tokens and the
+        part the provider served from its prompt cache are counted in /metrics under that kind.
         """
         if self._transport is None:
             raise ModelUnavailable("No model provider is configured: set LLM_BASE_URL (and LLM_MODEL).")
@@ -114,7 +116,7 @@ class LLMClient:
         except ModelError:
             self._record("error", started)
             raise
-        self._record("ok", started)
+        self._record("ok", started, completion, kind)
         return completion
 
     def _with_fallback(self, messages, tools, relay: DeltaRelay, cancelled, stream, max_tokens) -> Completion:
@@ -176,13 +178,17 @@ class LLMClient:
         if self.redis is not None:
             metrics.inc(self.redis, "hstack_model_calls_total", labels={"outcome": outcome})
 
-    def _record(self, outcome: str, started: float) -> None:
-        if self.redis is not None:
-            metrics.record(
-                self.redis,
-                observations=[("hstack_model_call_duration_seconds", time.monotonic() - started, None)],
-                increments=[("hstack_model_calls_total", 1, {"outcome": outcome})],
-            )
+    def _record(self, outcome: str, started: float, completion: Completion | None = None,
+                kind: str | None = None) -> None:
+        if self.redis is None:
+            return
+        increments = [("hstack_model_calls_total", 1, {"outcome": outcome})]
+        if completion is not None and kind:
+            increments += [("hstack_prompt_tokens_total", completion.usage.prompt_tokens, {"kind": kind}),
+                           ("hstack_cached_prompt_tokens_total", completion.usage.cached_tokens, {"kind": kind})]
+        metrics.record(self.redis,
+                       observations=[("hstack_model_call_duration_seconds", time.monotonic() - started, None)],
+                       increments=increments)
 
 
 _clients: dict[tuple, LLMClient] = {}

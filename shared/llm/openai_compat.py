@@ -80,9 +80,11 @@ def _text_chars(messages: list[dict]) -> int:
 
 
 def make_usage(raw: dict | None, messages: list[dict], content: str | None, calls: list[ToolCall]) -> Usage:
-    """The provider's usage numbers, or a chars/4 estimate when it sent none."""
+    """The provider's usage numbers (cached prompt tokens included), or a chars/4 estimate when it sent none."""
     if raw:
-        return Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0))
+        details = raw.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+        return Usage(int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0), int(cached or 0))
     produced = len(content or "") + sum(len(c.name) + len(c.arguments) for c in calls)
     return Usage(math.ceil(_text_chars(messages) / 4), math.ceil(produced / 4))
 

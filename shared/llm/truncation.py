@@ -66,8 +66,7 @@ class Continuation:
         """The whole answer: every piece joined, usage summed; a still-cut tool call becomes a plain notice."""
         if not self.usage and last.finish_reason != "length":
             return last
-        total = Usage(sum(u.prompt_tokens for u in self.usage) + last.usage.prompt_tokens,
-                      sum(u.completion_tokens for u in self.usage) + last.usage.completion_tokens)
+        total = sum(self.usage, Usage()) + last.usage
         if last.finish_reason == "length" and last.tool_calls:
             text = "".join(self.pieces) or None
             return replace(last, content=(text + "\n\n" if text else "") + TOOL_CALL_CUT, tool_calls=[], usage=total)

@@ -24,10 +24,19 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens spent by one call (the provider's numbers, or an estimate when it sent none)."""
+    """Tokens spent by one call (the provider's numbers, or an estimate when it sent none).
+
+    `cached_tokens` is the part of `prompt_tokens` the provider read from its prompt cache (OpenAI
+    `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`); 0 when it said nothing.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.cached_tokens + other.cached_tokens)
 
     @property
     def total_tokens(self) -> int:

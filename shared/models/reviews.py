@@ -75,6 +75,7 @@ class Review(SQLModel, table=True):
     summary: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     model_calls: int = Field(default=0)
     prompt_tokens: int = Field(default=0)
+    cached_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})  # of prompt_tokens, cache reads
     completion_tokens: int = Field(default=0)
     attempts: int = Field(default=0)
     worker_id: str | None = Field(default=None, max_length=128)
@@ -140,6 +141,7 @@ class ReviewPublic(BaseModel):
     summary: str | None
     model_calls: int
     prompt_tokens: int
+    cached_tokens: int
     completion_tokens: int
     attempts: int
     error: dict[str, str] | None
@@ -155,7 +157,7 @@ class ReviewPublic(BaseModel):
         return cls(id=review.id, session_id=review.session_id, turn_id=review.turn_id,
                    trigger=ReviewTrigger(review.trigger), status=ReviewStatus(review.status), summary=review.summary,
                    model_calls=review.model_calls, prompt_tokens=review.prompt_tokens,
-                   completion_tokens=review.completion_tokens, attempts=review.attempts, error=error, writes=writes,
+                   cached_tokens=review.cached_tokens, completion_tokens=review.completion_tokens, attempts=review.attempts, error=error, writes=writes,
                    created_at=review.created_at, started_at=review.started_at, finished_at=review.finished_at)
 
 

@@ -226,13 +226,14 @@ def _owned(s: Session, review_id: str, worker_id: str) -> Review:
 
 
 def record_model_call(db: Database, review_id: str, worker_id: str, message: dict[str, Any],
-                      prompt_tokens: int, completion_tokens: int) -> None:
-    """Keep one answer of the review's model on the review, with what it cost."""
+                      prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> None:
+    """Keep one answer of the review's model on the review, with what it cost (and how much the cache served)."""
     with db.write() as s:
         review = _owned(s, review_id, worker_id)
         review.messages = [*review.messages, message]
         review.model_calls += 1
         review.prompt_tokens += prompt_tokens
+        review.cached_tokens += cached_tokens
         review.completion_tokens += completion_tokens
         review.heartbeat_at = utcnow()
         s.add(review)

@@ -70,7 +70,31 @@ def test_usage_is_streamed_only_when_asked(model):
     events = sse_events(ask(model, "hi", stream=True))
 
     assert all("usage" not in e for e in events)
-    assert ask(model, "hi").json()["usage"]["prompt_tokens"] == 1
+    assert ask(model, "hi").json()["usage"]["prompt_tokens"] > 0
+
+
+def test_the_prefix_cache_reports_what_an_earlier_request_already_sent(model):
+    """Tools, then system, then messages: the longest prefix shared with any earlier request of the run is cached."""
+    system = {"role": "system", "content": "You are Hermes. " * 50}
+    first = {"model": "m", "messages": [system, {"role": "user", "content": "hello"}], "tools": LIST_FILES}
+    longer = {**first, "messages": [*first["messages"], {"role": "assistant", "content": "hi"},
+                                    {"role": "user", "content": "and again"}]}
+    other_tools = {**longer, "tools": [{"type": "function", "function": {"name": "x", "parameters": {}}}]}
+
+    def usage(body: dict, stream: bool = False) -> dict:
+        extra = {"stream": True, "stream_options": {"include_usage": True}} if stream else {}
+        response = httpx.post(f"{model.base_url}/chat/completions", json={**body, **extra}, timeout=10)
+        return sse_events(response)[-1]["usage"] if stream else response.json()["usage"]
+
+    cold, warm, changed = usage(first), usage(longer, stream=True), usage(other_tools)
+
+    assert cold["prompt_tokens_details"]["cached_tokens"] == 0
+    cached = warm["prompt_tokens_details"]["cached_tokens"]
+    assert cold["prompt_tokens"] - 10 < cached < warm["prompt_tokens"]  # all of the first request, minus its end
+    assert changed["prompt_tokens"] == pytest.approx(warm["prompt_tokens"], abs=20)
+    assert changed["prompt_tokens_details"]["cached_tokens"] < 10  # the tools come first: nothing else could match
+    model.reset()
+    assert usage(first)["prompt_tokens_details"]["cached_tokens"] == 0  # a new run starts cold
 
 
 def test_marker_rules_come_first_then_the_script_then_the_echo(model):

@@ -69,6 +69,17 @@ def test_request_uses_anthropic_headers_format_and_cache_markers(model):
                               "input_schema": {"type": "object", "properties": {"path": {}}}}]
 
 
+def test_cache_reads_are_counted_as_cached_prompt_tokens(model):
+    """The markers move to the newest messages each call; the provider's cache still holds the shared prefix."""
+    client = anthropic_client()
+    cold = client.complete(HISTORY, tools=TOOLS, stream=False).usage
+    warm = client.complete([*HISTORY, {"role": "assistant", "content": "Done."},
+                            {"role": "user", "content": "thanks"}], tools=TOOLS).usage
+
+    assert cold.cached_tokens == 0 and cold.prompt_tokens > 0
+    assert cold.prompt_tokens - 10 < warm.cached_tokens < warm.prompt_tokens
+
+
 def test_only_the_last_three_messages_carry_cache_markers(model):
     history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(7)]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from email.utils import formatdate
 
@@ -45,6 +46,15 @@ def test_streamed_text_arrives_as_deltas_in_order(model):
     assert completion.model == "scripted"
     assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
     assert model.requests[0].body["stream"] is True
+
+
+def test_cached_prompt_tokens_are_read_from_the_usage_streamed_or_not(model):
+    client = make_client()
+    cold = client.complete(HELLO, stream=False).usage
+    warm = client.complete([*HELLO, {"role": "assistant", "content": "hi"}, {"role": "user", "content": "more"}]).usage
+
+    assert cold.cached_tokens == 0
+    assert 0 < warm.cached_tokens < warm.prompt_tokens
 
 
 def test_unscripted_model_echoes_the_latest_user_message(model):
@@ -371,6 +381,25 @@ def test_calls_are_counted_in_metrics_when_redis_is_given(model, redis_client):
         client.complete(HELLO)
 
     assert {o: count(o) - before[o] for o in before} == {"ok": 1, "retry": 1, "error": 1}
+
+
+def test_prompt_and_cached_tokens_are_counted_by_kind(model, redis_client):
+    kind = f"review-{uuid.uuid4().hex[:8]}"  # a label of its own: other tests record into the same Redis
+    field = f'kind="{kind}"'
+    client = LLMClient(load_settings(), redis=redis_client)
+    try:
+        first = client.complete(HELLO, kind=kind).usage
+        second = client.complete([*HELLO, {"role": "assistant", "content": "hi"}, {"role": "user", "content": "more"}],
+                                 kind=kind).usage
+        client.complete(HELLO)  # no kind: not counted
+
+        counted = [float(redis_client.hget(f"metrics:{name}", field) or 0)
+                   for name in ("hstack_prompt_tokens_total", "hstack_cached_prompt_tokens_total")]
+        assert counted == [first.prompt_tokens + second.prompt_tokens, second.cached_tokens]
+        assert second.cached_tokens > 0
+    finally:
+        for name in ("hstack_prompt_tokens_total", "hstack_cached_prompt_tokens_total"):
+            redis_client.hdel(f"metrics:{name}", field)
 
 
 def test_fifty_concurrent_calls_all_succeed(model):

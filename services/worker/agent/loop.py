@@ -71,7 +71,8 @@ class TurnRun:
         self.session: ChatSession | None = None
         self.last_rows: list[dict[str, Any]] = []
         self.usage: dict[str, Any] = {
-            "prompt_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0, "iterations": 0,
+            "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0,
+            "iterations": 0,
             "model": runtime.llm.model,
         }
         self.usage.update({k: v for k, v in (turn.usage or {}).items() if k in self.usage})  # before a park
@@ -234,10 +235,11 @@ class TurnRun:
         self.partial = []
         completion = compress.recovering(self, tools, lambda: self.rt.llm.complete(
             [{"role": "system", "content": self.system_prompt}, *self.messages], tools=tools,
-            on_delta=self.on_delta, cancelled=self.interrupted))
+            on_delta=self.on_delta, cancelled=self.interrupted, kind="turn"))
         self.partial = []
         self.usage["model_calls"] += 1
         self.usage["prompt_tokens"] += completion.usage.prompt_tokens
+        self.usage["cached_tokens"] += completion.usage.cached_tokens
         self.usage["completion_tokens"] += completion.usage.completion_tokens
         self.usage["model"] = completion.model or self.usage["model"]
         return completion

@@ -1,7 +1,8 @@
 """A review's tools and their calls, each run at most once whatever happens to the worker running it.
 
-The review sees only memory, skills_list, skill_view and skill_manage: the parent's own tool
-objects, so their schemas are byte-identical to what the parent sent. Skill writes run as the
+The review is offered the parent's whole tool list (the same schemas, byte for byte, so the
+provider's prompt cache covers the tools), but only memory, skills_list, skill_view and skill_manage
+run: any other call is answered with a tool error and nothing executes. Skill writes run as the
 writer "review": only unpinned skills a review created may change, and only files this review loaded
 with skill_view (read from the ledger, so a takeover keeps what was read). Every call is written to the ledger
 before it runs; a call found written but unfinished after a takeover has an unknown effect, so it
@@ -27,9 +28,17 @@ RESETS = {"memory": "memory", "skill_manage": "skill"}  # the counter a successf
 WRITES = frozenset(RESETS)
 
 
+REFUSED = "[review] only memory and skill tools may be used during a background review; {name} was not run."
+
+
 def review_tools(registry: ToolRegistry) -> ToolRegistry:
-    """The parent's review tools, in the parent's order."""
+    """The parent's review tools, in the parent's order: the only ones a review runs."""
     return ToolRegistry([tool for tool in registry if tool.name in REVIEW_TOOLS])
+
+
+def refused(name: str) -> str:
+    """The tool error for a call of one of the parent's other tools: offered for the cache, never run."""
+    return json.dumps({"success": False, "error": REFUSED.format(name=name)})
 
 
 def interrupted(name: str) -> str:
@@ -73,14 +82,16 @@ class ReviewCalls:
     def __init__(self, runtime: Runtime, review: Review, cancelled: Callable[[], bool]) -> None:
         self.rt = runtime
         self.review = review
+        self.offered = runtime.tools
         self.tools = review_tools(runtime.tools)
         self.cancelled = cancelled
         self.ctx = ToolContext(user_id=review.user_id, session_id=review.session_id, turn_id=review.id,
                                settings=runtime.settings, cancelled=cancelled)
         self.started = {call.call_index for call in reviews.ledger(runtime.db, review.id)}
 
-    def schemas(self) -> list[dict[str, Any]]:
-        return self.tools.schemas()
+    def schemas(self) -> list[dict[str, Any]] | None:
+        """Exactly what the parent's turn sent as its tools."""
+        return self.offered.schemas() or None
 
     def run(self, pending: list[tuple[int, ToolCall]]) -> list[dict[str, Any]]:
         """Answer each pending call, in order; returns the tool messages, each already recorded."""
@@ -100,7 +111,12 @@ class ReviewCalls:
         return message
 
     def execute(self, call: ToolCall) -> str:
-        """Run one call as the foreground agent would, except that skill writes are the review's."""
+        """Run one call as the foreground agent would, except that skill writes are the review's.
+
+        A call of another of the parent's tools is refused here; an unknown name gets ToolBatch's own error.
+        """
+        if call.name in self.offered and call.name not in REVIEW_TOOLS:
+            return refused(call.name)
         with writing_as("review", viewed_files(reviews.ledger(self.rt.db, self.review.id))):
             return ToolBatch(self.tools, self.ctx, self.cancelled).run([call], lambda result: None)[0].content
 

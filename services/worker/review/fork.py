@@ -9,7 +9,9 @@ What the review's model is sent, in order:
 3. the answer that last call produced (the turn's final assistant message);
 4. the review instruction (prompt.py).
 Then the review's own messages, which are kept on the review row and never enter the transcript.
-Tools: the parent's memory and skill tools only. The same model; REVIEW_MAX_ITERATIONS model calls.
+Tools: the parent's whole tool list, byte for byte (tools come first in the cached prefix, so a shorter
+list would miss the cache entirely); only memory and skill calls run, any other is refused with a tool
+error (calls.py). The same model; REVIEW_MAX_ITERATIONS model calls.
 """
 
 from __future__ import annotations
@@ -86,11 +88,13 @@ class ReviewRun:
                 return own[-1].get("content")
             if used >= limit:
                 return budget_note(used)
-            completion = self.rt.llm.complete(sent + own, tools=self.calls.schemas(), cancelled=self.lease.lost)
+            completion = self.rt.llm.complete(sent + own, tools=self.calls.schemas(), cancelled=self.lease.lost,
+                                              kind="review")
             used += 1
             message = completion.to_message()
             reviews.record_model_call(self.rt.db, self.review.id, self.rt.worker_id, message,
-                                      completion.usage.prompt_tokens, completion.usage.completion_tokens)
+                                      completion.usage.prompt_tokens, completion.usage.completion_tokens,
+                                      completion.usage.cached_tokens)
             own.append(message)
 
     def finish(self, status: ReviewStatus, **outcome: Any) -> None:

@@ -7,7 +7,7 @@ import uuid
 
 import httpx
 
-from shared import heartbeats
+from shared import heartbeats, metrics
 
 KEY = re.compile(r"^\s+(hsk_\S+)$", re.MULTILINE)
 
@@ -67,6 +67,19 @@ def test_status_lists_services_queues_and_turns(hstack, redis_client):
     assert re.search(r"^\s+curator\s+\S+\s+pid \d+", out, re.MULTILINE)
     assert re.search(r"^queues\s+curator \d+\s+review \d+\s+turns \d+", out, re.MULTILINE)
     assert re.search(r"^turns\s+.*completed \d+", out, re.MULTILINE)
+
+
+def test_status_shows_the_prompt_cache_hit_share_by_kind(hstack, redis_client):
+    metrics.record(redis_client, increments=[("hstack_prompt_tokens_total", 1000, {"kind": "review"}),
+                                             ("hstack_cached_prompt_tokens_total", 970, {"kind": "review"})])
+    raw = redis_client.hgetall("metrics:hstack_prompt_tokens_total")
+    cached = redis_client.hgetall("metrics:hstack_cached_prompt_tokens_total")
+    prompt, hit = (float(h.get(b'kind="review"') or h.get('kind="review"')) for h in (raw, cached))
+
+    code, out, _ = hstack("status")
+
+    assert code == 0
+    assert re.search(rf"^prompt cache\s+.*review {hit / prompt:.0%} of {prompt:,.0f} tokens", out, re.MULTILINE)
 
 
 def test_status_without_an_api_says_so_and_fails(monkeypatch, capsys):

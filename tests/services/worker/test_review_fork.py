@@ -1,6 +1,9 @@
-"""The review fork: the parent's exact context plus one instruction, four tools, its own budget and record."""
+"""The review fork: the parent's exact context and tools plus one instruction; only memory and skill tools run;
+its own budget and record."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -9,7 +12,7 @@ from shared.models.skills import SkillInstall
 from shared.stores import reviews, sessions
 from shared.stores.memory import MemoryStore
 from shared.stores.skills import SkillStore
-from services.worker.review.calls import REVIEW_TOOLS
+from services.demo_model.prefix_cache import serialize
 from services.worker.review.drain import drain_reviews
 from services.worker.review.prompt import instruction
 from tests.fakes.model import fail, text, tool_call
@@ -49,8 +52,7 @@ def test_the_review_sends_the_parents_last_request_then_its_answer_then_one_inst
     assert first["messages"][:-2] == parent_last["messages"]  # the provider's cached prefix, message for message
     assert first["messages"][-2] == {"role": "assistant", "content": "Cheerio!"}
     assert first["messages"][-1] == {"role": "user", "content": instruction(ReviewTrigger.memory)}
-    assert [t["function"]["name"] for t in first["tools"]] == list(REVIEW_TOOLS)
-    assert first["tools"] == [t for t in parent_last["tools"] if t["function"]["name"] in REVIEW_TOOLS]
+    assert first["tools"] == parent_last["tools"]  # all of them: tools come first in the cached prefix
     assert second["messages"][:len(first["messages"])] == first["messages"]
     assert second["messages"][-1]["role"] == "tool" and '"success": true' in second["messages"][-1]["content"]
 
@@ -62,6 +64,36 @@ def test_the_review_sends_the_parents_last_request_then_its_answer_then_one_inst
     assert [m["role"] for m in review.messages] == ["assistant", "tool", "assistant"]
     [write] = reviews.ledger(db, review.id)
     assert (write.name, write.outcome, write.call_index) == ("memory", "applied", 0)
+
+
+def canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_the_reviews_first_request_starts_with_the_parents_last_request_byte_for_byte_tools_included(
+        db, user, session, model, make_runtime, sent):
+    """Issue 13's must-show: the provider's prompt cache covers the whole parent request (tools, system, messages)."""
+    runtime = make_runtime(memory_review_interval=2, skill_review_interval=0)
+    model.script(text("Noted."), tool_call([("read_file", {"path": "notes.txt"})]), text("Done."))
+    turns(db, runtime, user.id, session.id, "Remember I like tea.", "Read my notes, please.")
+    parent = turn_requests(model)[-1]
+
+    model.on(MEMORY, text("Nothing to save."))
+    drain_reviews(make_runtime(), session.id)
+
+    first = review_requests(model, MEMORY)[0]
+    assert canonical(first["tools"]) == canonical(parent["tools"])
+    assert [t["function"]["name"] for t in first["tools"]] == [t["function"]["name"] for t in parent["tools"]]
+    assert len(first["tools"]) > len(REVIEW_ONLY)
+    assert first["messages"][0] == parent["messages"][0] and first["messages"][0]["role"] == "system"
+    parents = [canonical(m) for m in parent["messages"]]
+    assert [canonical(m) for m in first["messages"][:len(parents)]] == parents
+    assert len(first["messages"]) == len(parents) + 2  # then the parent's answer and the instruction
+    review = one_review(sent, db)  # the scripted provider read all the parent had sent from its prompt cache
+    assert review.cached_tokens >= len(serialize(parent)) // 4 and review.cached_tokens < review.prompt_tokens
+
+
+REVIEW_ONLY = ("memory", "skills_list", "skill_view", "skill_manage")
 
 
 def test_the_prefix_holds_when_a_compaction_shaped_the_parents_context(db, user, session, model, make_runtime, sent):
@@ -94,7 +126,8 @@ def test_other_tools_are_refused_and_the_budget_stops_the_review(db, user, sessi
     review = one_review(sent, db)
     assert review.model_calls == 2 and review.summary.startswith("[The review stopped after 2 model calls")
     refused, listed = reviews.ledger(db, review.id)
-    assert (refused.name, refused.outcome) == ("write_file", "refused") and "Unknown tool" in refused.result
+    assert (refused.name, refused.outcome) == ("write_file", "refused")
+    assert "[review] only memory and skill tools may be used during a background review" in refused.result
     assert (listed.name, listed.outcome) == ("skills_list", "done")
     assert not (runtime.settings.data_dir / "users" / user.id / "workspace" / "x.txt").exists()
 

@@ -1,0 +1,95 @@
+"""The scripted model's prompt cache: how much of a request a provider would have cached already.
+
+Real providers (OpenAI, Anthropic) cache the longest prefix of the prompt — tools first, then the
+system prompt, then the messages — that an earlier request already sent. The scripted model keeps
+the canonical serialization of every request it answered in this run and reports, for each new
+one, the tokens of the longest prefix shared with any of them (`cached_tokens`). Tokens are a
+deterministic estimate, one per four characters of the serialization, and `prompt_tokens` uses
+the same count, so the share cached is exact and repeatable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+KEPT = 512  # serializations remembered: a long-running demo server must not grow without bound
+CHARS_PER_TOKEN = 4
+
+
+def _unmarked(value: object) -> object:
+    """`value` without Anthropic's `cache_control` markers: they say where to cache, they are not content
+    (the client moves them to the newest messages on every call, and the cache still holds)."""
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(_unmarked(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def serialize(body: dict) -> str:
+    """Tools, then system prompt, then each message, as canonical JSON lines (either wire format)."""
+    parts = [_canonical(body.get("tools") or [])]
+    if "system" in body:
+        parts.append(_canonical(body.get("system")))
+    parts += [_canonical(message) for message in body.get("messages") or []]
+    return "\n".join(parts) + "\n"
+
+
+def tokens(chars: int) -> int:
+    """The prompt-token estimate for a serialization of `chars` characters (rounded up)."""
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def shared_prefix(a: str, b: str, low: int = 0) -> int:
+    """Length of the longest common prefix, by binary search over slice equality (C-speed compares).
+
+    `low` is a length already known to be shared.
+    """
+    high = min(len(a), len(b))
+    low = min(low, high)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+@dataclass(frozen=True)
+class PromptUsage:
+    """The prompt side of one request's usage: every prompt token, and how many were cached."""
+
+    prompt_tokens: int
+    cached_tokens: int
+
+
+class PrefixCache:
+    """The serializations seen in this run; `measure` reports one request and then remembers it."""
+
+    def __init__(self, kept: int = KEPT) -> None:
+        self._seen: deque[str] = deque(maxlen=kept)
+        self._lock = threading.Lock()
+
+    def measure(self, body: dict) -> PromptUsage:
+        text = serialize(body)
+        with self._lock:
+            longest = 0
+            for earlier in reversed(self._seen):  # the newest is usually the longest: later ones only try to beat it
+                if text[:longest + 1] == earlier[:longest + 1]:
+                    longest = shared_prefix(text, earlier, longest + 1)
+            self._seen.append(text)
+        # A cached token is a whole one: round down, so cached never exceeds the prompt.
+        return PromptUsage(tokens(len(text)), longest // CHARS_PER_TOKEN)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
