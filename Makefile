@@ -50,6 +50,7 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.noisy_neighbour
 	@$(BIN)/python -m bench.textmatch
 	@$(BIN)/python -m bench.gateway
+	@$(BIN)/python -m bench.cache
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -78,6 +78,19 @@ def respond(body: dict) -> Reply:
     return text(f"Here is my answer to that: {asked} " + "Some detail follows. " * 12)
 
 
+NOTES = "\n".join(f"- {n}. Garden-planner note: water the tomatoes, check the sourdough starter, call the bakery "
+                  f"about invoice #{1000 + n}, and move the deploy to Thursday." for n in range(16))
+TODO = "\n".join(f"- [ ] Task {n}: review the garden-planner pull request {n} and update the changelog." for n in range(16))
+
+
+def workspace_files(settings, user_id: str) -> None:
+    """Files the conversation reads: a tool round brings a few KB, as real ones do."""
+    workspace = settings.data_dir / "users" / user_id / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "notes.txt").write_text(NOTES)
+    (workspace / "todo.md").write_text(TODO)
+
+
 def converse(db, runtime, user_id: str, session_id: str, inputs: list[str]) -> None:
     """Each input as a turn, run here, then the session's due reviews (as the reviewer would)."""
     for asked in inputs:
@@ -138,6 +151,7 @@ def main() -> int:
                better="lower", note=f"anchor 46 KB; tools {tools / 1024:.1f} KB, system prompt {system / 1024:.1f} KB")
 
         user = make_user(db)
+        workspace_files(settings, user.id)
         converse(db, runtime, user.id, make_session(db, user.id).id, EARLIER)
         chat = make_session(db, user.id)
         start = len(model.requests)

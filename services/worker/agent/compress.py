@@ -191,7 +191,7 @@ class Compression:
         request = self.request(window, previous)
         try:
             completion = self.rt.llm.complete([{"role": "user", "content": request}], tools=None,
-                                              cancelled=self.turn_run.cancelled, stream=False)
+                                              cancelled=self.turn_run.cancelled, stream=False, kind="turn")
         except (ModelAuthError, ModelUnavailable) as err:
             log.warning("context compression skipped: the summary call failed (%s: %s)", err.code, err.message)
             return None
@@ -232,6 +232,7 @@ class Compression:
         usage = self.turn_run.usage
         usage["model_calls"] += 1
         usage["prompt_tokens"] += completion.usage.prompt_tokens
+        usage["cached_tokens"] += completion.usage.cached_tokens
         usage["completion_tokens"] += completion.usage.completion_tokens
 
     def record(self, outcome: CompactionOutcome) -> None:

@@ -18,59 +18,49 @@ HEADERS = {
 NOTHING = "Nothing to save."
 
 OPENING = (
-    "The conversation above has ended; the user is not waiting and will not read your reply. Review it now "
-    "and keep what will make you better at helping this user in future sessions."
+    "The conversation above has ended and the user will not read your reply. Keep what will make you better at "
+    "helping this user in future sessions."
 )
 
 MEMORY_RULES = (
     "Memory (the memory tool):",
     "- Save only facts stated in a message or shown in a tool result above. Never save a guess or an inference "
     "about the user.",
-    '- Facts about the user (who they are, their preferences, how they want you to work) go to target "user" '
-    '(USER.md). Facts about their environment, projects, conventions and tool quirks go to target "memory" '
-    "(MEMORY.md).",
-    "- A one-off request is not a standing preference. Save a preference only when the user made it standing: "
-    'they said "always", "never", "from now on", or asked you to remember it.',
+    '- Facts about the user (who they are, preferences, how they want you to work) go to target "user" (USER.md); '
+    'facts about their environment, projects, conventions and tool quirks go to target "memory" (MEMORY.md).',
+    "- A one-off request is not a standing preference: save one only when they said \"always\", \"never\", "
+    '"from now on", or asked you to remember it.',
     '- Write short declarative facts ("User prefers British English"), not instructions to yourself.',
-    "- Never save transient errors, a missing binary or command, a failed connection, or a claim that a tool does "
-    "not work: these change, and would mislead you later.",
+    "- Never save transient errors, a missing binary, a failed connection, or a claim that a tool does not work.",
     "- Skip task progress, logs of finished work, and anything easy to find again.",
-    '- When an entry already says nearly the same, update it (action "replace") instead of adding a '
-    "near-duplicate.",
+    '- When an entry already says nearly the same, update it (action "replace") instead of adding a near-duplicate.',
 )
 
 SKILL_RULES = (
     "Skills (skills_list, skill_view, skill_manage):",
-    "- Be active: most conversations with real work in them deserve at least one skill update. A pass that "
-    "saves nothing is a missed chance, not the default.",
-    "- Prefer, in this order: (1) patch a skill that was loaded or viewed in this conversation; (2) patch an "
-    "existing umbrella skill for this class of task (find it with skills_list, read it with skill_view); (3) add "
-    "a support file to such a skill (references/ for detail or condensed knowledge, templates/ for starters, "
-    "scripts/ for re-runnable actions) with a one-line pointer in its SKILL.md; (4) only then create a new "
-    "umbrella skill.",
-    "- Load the exact file with skill_view before you patch or rewrite it; a write to a file you did not load in "
-    "this review is refused.",
-    "- A skill is a class-level procedure for a kind of task, not a record of this session. Name it for the "
-    'class of task (for example "deploy-static-site"), never for a ticket, an error message or a one-off.',
-    "- In SKILL.md put the steps first, then the pitfalls, each as a rule with one clause of why (\"Run "
-    'migrations before restarting the api, because the old schema rejects new writes").',
-    '- A new SKILL.md starts with front matter: a line "---", then "name: <the skill\'s name>", then '
-    '"description: <one line>", then "---".',
-    "- Prefer updating an existing skill over creating a near-duplicate: check skills_list, load a likely match "
-    "with skill_view, and patch it. Create a skill only when none covers this class of task.",
-    "- A correction from the user about style, format or workflow belongs in the skill for that task.",
+    "- Be active: most conversations with real work deserve a skill update; saving nothing is a missed chance, "
+    "not the default.",
+    "- Prefer, in order: (1) patch a skill that was loaded or viewed here; (2) patch an existing umbrella skill for "
+    "this class of task (skills_list, then skill_view); (3) add a support file to it (references/, templates/, "
+    "scripts/) with a one-line pointer in its SKILL.md; (4) only then create a new umbrella skill.",
+    "- Load the exact file with skill_view before you patch it; a write to a file not loaded in this review is "
+    "refused.",
+    "- A skill is a class-level procedure for a kind of task, named for the class (\"deploy-static-site\"), never "
+    "for a ticket, an error or a one-off.",
+    "- In SKILL.md put the steps first, then the pitfalls, each as a rule with one clause of why.",
+    '- A new SKILL.md starts with front matter: "---", "name: <name>", "description: <one line>", "---".',
+    "- Prefer updating an existing skill over creating a near-duplicate.",
+    "- User corrections and preferences about how to do a kind of task belong in that task's skill.",
     "- Never capture transient errors, missing binaries, unconfigured credentials, or claims that a tool does not "
-    "work; if a setup problem was solved, capture the fix.",
-    "- User preferences about how to do a kind of task belong in that skill's SKILL.md, not only in memory.",
-    "- When two skills overlap, say so in your final reply for the curator; do not merge or delete them yourself.",
-    "- You may change only skills a review created; the user's own skills (installed, or created because they "
-    "asked), pinned skills and bundled skills are read-only.",
+    "work; capture the fix of a solved setup problem.",
+    "- If two skills overlap, say so in your final reply for the curator; do not merge or delete them.",
+    "- Only skills a review created may change; the user's own, pinned and bundled skills are read-only.",
 )
 
 CLOSING = (
-    "Act only where the conversation gives a real signal; every write is final, so never repeat one. "
+    "Act only on a real signal; every write is final, so never repeat one. "
     f'If nothing is worth saving, reply exactly "{NOTHING}" and stop. Only the memory, skills_list, skill_view '
-    "and skill_manage tools are available in this review."
+    "and skill_manage tools run in this review."
 )
 
 
