@@ -35,27 +35,78 @@ def percentile(values: list[float], pct: float) -> float:
 
 def run_to_completion(c: httpx.Client, sid: str, text: str) -> float:
     """POST a turn and follow its SSE stream to turn.completed; seconds elapsed."""
-    start = time.perf_counter()
+    return stages_of_turn(c, sid, text)["completed"] / 1000
+
+
+def stages_of_turn(c: httpx.Client, sid: str, text: str) -> dict[str, float]:
+    """POST a turn and follow its SSE stream to the end; ms from the POST to each milestone.
+
+    `accepted`: the 202 came back; `started`: turn.started arrived over SSE; `first_delta`: the first
+    message.delta; `completed`: turn.completed. All on the monotonic clock the scripted model stamps its
+    requests with, so `model_request` (added by the caller) lines up with them.
+    """
+    start = time.monotonic()
+    out: dict[str, float] = {"t0": start}
     turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": text}).json()
+    out["accepted"] = (time.monotonic() - start) * 1000
     with c.stream("GET", f"/v1/turns/{turn['id']}/events") as response:
         for line in response.iter_lines():
-            if line.startswith("event: turn."):
-                kind = line.split(": ", 1)[1]
-                if kind in ("turn.completed", "turn.failed", "turn.cancelled"):
-                    if kind != "turn.completed":
-                        raise RuntimeError(f"turn ended with {kind}")
-                    break
-    return time.perf_counter() - start
+            if not line.startswith("event: "):
+                continue
+            kind = line.split(": ", 1)[1]
+            at = (time.monotonic() - start) * 1000
+            if kind == "turn.started":
+                out.setdefault("started", at)
+            elif kind == "message.delta":
+                out.setdefault("first_delta", at)
+            elif kind in ("turn.completed", "turn.failed", "turn.cancelled"):
+                if kind != "turn.completed":
+                    raise RuntimeError(f"turn ended with {kind}")
+                out["completed"] = at
+                break
+    return out
 
 
-def bench_overhead(stack: Stack, key: str, n: int = 200) -> dict:
+def timed_turns(c: httpx.Client, model: FakeModel | None, sid: str, texts: list[str]) -> list[dict[str, float]]:
+    """Stages of each turn, with `model_request`: ms from the POST until the model received the call."""
+    samples = []
+    for text in texts:
+        seen = len(model.requests) if model is not None else 0
+        stages = stages_of_turn(c, sid, text)
+        if model is not None:
+            calls = model.requests[seen:]
+            if calls:
+                stages["model_request"] = (calls[0].at - stages["t0"]) * 1000
+        samples.append(stages)
+    return samples
+
+
+def median_of(samples: list[dict[str, float]], key: str) -> float:
+    values = [s[key] for s in samples if key in s]
+    return statistics.median(values) if values else float("nan")
+
+
+def bench_overhead(stack: Stack, key: str, n: int = 200, model: FakeModel | None = None) -> dict:
+    """Sequential instant-model turns in one fresh session: p50/p99 of POST → turn.completed, and the stages."""
     with stack.client(key) as c:
         sid = c.post("/v1/sessions", json={}).json()["id"]
-        for i in range(10):  # warm up connections and caches
-            run_to_completion(c, sid, f"warm {i}")
+        timed_turns(c, model, sid, [f"warm {i}" for i in range(10)])  # warm up connections and caches
         sid = c.post("/v1/sessions", json={}).json()["id"]
-        samples = [run_to_completion(c, sid, f"overhead {i}") * 1000 for i in range(n)]
-    return {"p50_ms": statistics.median(samples), "p99_ms": percentile(samples, 99), "n": n}
+        samples = timed_turns(c, model, sid, [f"overhead {i}" for i in range(n)])
+    completed = [s["completed"] for s in samples]
+    stages = {k: median_of(samples, k) for k in ("accepted", "started", "model_request", "first_delta", "completed")}
+    return {"p50_ms": statistics.median(completed), "p99_ms": percentile(completed, 99), "n": n, "stages": stages}
+
+
+def bench_growth(stack: Stack, key: str, model: FakeModel | None = None, n: int = 500, window: int = 20) -> dict:
+    """One session of `n` turns: median cost of turns 3.. (3+window) against the last `window` turns."""
+    with stack.client(key) as c:
+        sid = c.post("/v1/sessions", json={}).json()["id"]
+        samples = timed_turns(c, model, sid, [f"growth {i}" for i in range(n)])
+    early = [s["completed"] for s in samples[2:2 + window]]
+    late = [s["completed"] for s in samples[-window:]]
+    return {"n": n, "early_ms": statistics.median(early), "late_ms": statistics.median(late),
+            "ratio": statistics.median(late) / statistics.median(early)}
 
 
 def bench_concurrency(stack: Stack, model: FakeModel, key: str, sessions: int) -> dict:

@@ -29,8 +29,9 @@ def drain_session(runtime: Runtime, session_id: str) -> int:
     settings = runtime.settings
     ran = 0
     while not runtime.shutdown.requested:
+        # The first claim follows the task that named this session: a turn is almost surely waiting.
         turn = turns.claim_next(runtime.db, session_id, runtime.worker_id, settings.turn_lease_seconds,
-                                settings.max_running_turns_per_user)
+                                settings.max_running_turns_per_user, expect_work=ran == 0)
         if turn is None:
             break
         run_turn(runtime, turn)
