@@ -130,14 +130,15 @@ def same_request(turn: Turn, request_hash: str | None) -> Turn:
 
 def _next_seq(s: Session, user_id: str, session_id: str) -> int:
     """Bump the session's turn counter; the UPDATE also serialises concurrent accepts on Postgres."""
-    result = s.execute(
+    seq = s.execute(
         update(ChatSession)
         .where(ChatSession.id == session_id, ChatSession.user_id == user_id)
         .values(turn_count=ChatSession.turn_count + 1, updated_at=utcnow())
-    )
-    if result.rowcount != 1:
+        .returning(ChatSession.turn_count)
+    ).scalar()
+    if seq is None:
         raise NotFound("No such session.", code="session_not_found")
-    return s.exec(select(ChatSession.turn_count).where(ChatSession.id == session_id)).one()
+    return seq
 
 
 def get_turn(db: Database, user_id: str | None, turn_id: str) -> Turn:
