@@ -91,7 +91,7 @@ def median_of(samples: list[dict[str, float]], key: str) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def bench_overhead(stack: Stack, key: str, n: int = 200, model: FakeModel | None = None) -> dict:
+def bench_overhead(stack: Stack, key: str, n: int = int(os.environ.get("BENCH_OVERHEAD_TURNS", "200")), model: FakeModel | None = None) -> dict:
     """Sequential instant-model turns in one fresh session: p50/p99 of POST → turn.completed, and the stages."""
     with stack.client(key) as c:
         sid = c.post("/v1/sessions", json={}).json()["id"]
