@@ -21,10 +21,15 @@ from tests.support import env as test_env  # noqa: E402  (fixes the environment 
 
 ENV = test_env.prepare()
 
+from bench.report import figure  # noqa: E402
 from tests.fakes.model import FakeModel  # noqa: E402
 from tests.support.processes import Stack, wait_until  # noqa: E402
 
-TARGETS = {"overhead_p50_ms": 15.0, "in_flight": 100, "rss_mb": 1024.0, "cold_start_s": 2.0}
+TARGETS = {"overhead_p50_ms": 15.0, "in_flight": 100, "rss_mb": 1024.0, "cold_start_s": 2.0,
+           "overhead_p50_ms_sqlite": 12.0, "overhead_p50_ms_postgres": 15.0, "overhead_p99_ms": 25.0,
+           "first_delta_ms": 8.0, "growth_ratio": 1.2, "recall_added_ms": 5.0}
+GROWTH_TURNS = int(os.environ.get("BENCH_GROWTH_TURNS", "500"))
+HISTORY_MESSAGES = int(os.environ.get("BENCH_HISTORY_MESSAGES", "100000"))
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -35,27 +40,144 @@ def percentile(values: list[float], pct: float) -> float:
 
 def run_to_completion(c: httpx.Client, sid: str, text: str) -> float:
     """POST a turn and follow its SSE stream to turn.completed; seconds elapsed."""
-    start = time.perf_counter()
+    return stages_of_turn(c, sid, text)["completed"] / 1000
+
+
+def stages_of_turn(c: httpx.Client, sid: str, text: str) -> dict[str, float]:
+    """POST a turn and follow its SSE stream to the end; ms from the POST to each milestone.
+
+    `accepted`: the 202 came back; `started`: turn.started arrived over SSE; `first_delta`: the first
+    message.delta; `completed`: turn.completed. All on the monotonic clock the scripted model stamps its
+    requests with, so `model_request` (added by the caller) lines up with them.
+    """
+    start = time.monotonic()
+    out: dict[str, float] = {"t0": start}
     turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": text}).json()
+    out["accepted"] = (time.monotonic() - start) * 1000
     with c.stream("GET", f"/v1/turns/{turn['id']}/events") as response:
         for line in response.iter_lines():
-            if line.startswith("event: turn."):
-                kind = line.split(": ", 1)[1]
-                if kind in ("turn.completed", "turn.failed", "turn.cancelled"):
-                    if kind != "turn.completed":
-                        raise RuntimeError(f"turn ended with {kind}")
-                    break
-    return time.perf_counter() - start
+            if not line.startswith("event: "):
+                continue
+            kind = line.split(": ", 1)[1]
+            at = (time.monotonic() - start) * 1000
+            if kind == "turn.started":
+                out.setdefault("started", at)
+            elif kind == "message.delta":
+                out.setdefault("first_delta", at)
+            elif kind in ("turn.completed", "turn.failed", "turn.cancelled"):
+                if kind != "turn.completed":
+                    raise RuntimeError(f"turn ended with {kind}")
+                out["completed"] = at
+                break
+    return out
 
 
-def bench_overhead(stack: Stack, key: str, n: int = 200) -> dict:
+def timed_turns(c: httpx.Client, model: FakeModel | None, sid: str, texts: list[str]) -> list[dict[str, float]]:
+    """Stages of each turn, with `model_request`: ms from the POST until the model received the call."""
+    samples = []
+    for text in texts:
+        seen = len(model.requests) if model is not None else 0
+        stages = stages_of_turn(c, sid, text)
+        if model is not None:
+            calls = model.requests[seen:]
+            if calls:
+                stages["model_request"] = (calls[0].at - stages["t0"]) * 1000
+        samples.append(stages)
+    return samples
+
+
+def median_of(samples: list[dict[str, float]], key: str) -> float:
+    values = [s[key] for s in samples if key in s]
+    return statistics.median(values) if values else float("nan")
+
+
+def bench_overhead(stack: Stack, key: str, n: int = int(os.environ.get("BENCH_OVERHEAD_TURNS", "200")), model: FakeModel | None = None) -> dict:
+    """Sequential instant-model turns in one fresh session: p50/p99 of POST → turn.completed, and the stages."""
     with stack.client(key) as c:
         sid = c.post("/v1/sessions", json={}).json()["id"]
-        for i in range(10):  # warm up connections and caches
-            run_to_completion(c, sid, f"warm {i}")
+        timed_turns(c, model, sid, [f"warm {i}" for i in range(10)])  # warm up connections and caches
         sid = c.post("/v1/sessions", json={}).json()["id"]
-        samples = [run_to_completion(c, sid, f"overhead {i}") * 1000 for i in range(n)]
-    return {"p50_ms": statistics.median(samples), "p99_ms": percentile(samples, 99), "n": n}
+        samples = timed_turns(c, model, sid, [f"overhead {i}" for i in range(n)])
+    completed = [s["completed"] for s in samples]
+    stages = {k: median_of(samples, k) for k in ("accepted", "started", "model_request", "first_delta", "completed")}
+    return {"p50_ms": statistics.median(completed), "p99_ms": percentile(completed, 99), "n": n, "stages": stages}
+
+
+def bench_growth(stack: Stack, key: str, model: FakeModel | None = None, n: int = 500, window: int = 20) -> dict:
+    """One session of `n` turns: median cost of turns 3.. (3+window) against the last `window` turns."""
+    with stack.client(key) as c:
+        sid = c.post("/v1/sessions", json={}).json()["id"]
+        samples = timed_turns(c, model, sid, [f"growth {i}" for i in range(n)])
+    early = [s["completed"] for s in samples[2:2 + window]]
+    late = [s["completed"] for s in samples[-window:]]
+    return {"n": n, "early_ms": statistics.median(early), "late_ms": statistics.median(late),
+            "ratio": statistics.median(late) / statistics.median(early)}
+
+
+def seed_history(stack: Stack, user_key: str, messages: int) -> None:
+    """Store `messages` earlier messages of the key's user straight into the stack's database (bulk)."""
+    import random
+
+    from bench.recall import PER_SESSION, sentence
+    from shared.db import get_database
+    from shared.stores import sessions
+
+    db = get_database(stack.database_url)
+    with stack.client(user_key) as c:
+        sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(max(1, messages // (PER_SESSION * 20)))]
+    rng = random.Random(11)
+    rows = [{"session_id": sids[n % len(sids)], "role": "user" if n % 2 == 0 else "assistant",
+             "content": sentence(rng)} for n in range(messages)]
+    sessions.bulk_insert_messages(db, rows)
+
+
+def bench_history(stack: Stack, model: FakeModel, key_new: str, key_heavy: str, n: int = 60) -> dict:
+    """Turns whose message the recall provider searches for: a new user against one with a long history."""
+    import random
+
+    from bench.recall import WORDS
+
+    def questions(seed: int) -> list[str]:
+        rng = random.Random(seed)
+        return ["how did we handle the " + " ".join(rng.sample(WORDS, 4)) + " last time?" for _ in range(n)]
+
+    out = {}
+    for name, key in (("new", key_new), ("heavy", key_heavy)):
+        with stack.client(key) as c:
+            sid = c.post("/v1/sessions", json={}).json()["id"]
+            timed_turns(c, model, sid, questions(1)[:5])
+            samples = timed_turns(c, model, sid, questions(2))
+        out[name] = {k: median_of(samples, k) for k in ("model_request", "completed")}
+    return out
+
+
+def report_overhead(stack: Stack, model: FakeModel, key: str) -> dict:
+    """Turn overhead, its stages, its growth with the session and with the user's history, as figures."""
+    db = "Postgres" if stack.database_url.startswith("postgres") else "SQLite"
+    overhead = bench_overhead(stack, key, model=model)
+    st = overhead["stages"]
+    print(f"turn overhead, POST → turn.completed over SSE, {overhead['n']} sequential turns, instant model ({db}):")
+    print("  stage medians (ms from the POST): " + ", ".join(f"{k} {v:.1f}" for k, v in st.items()))
+    figure(f"turn overhead p50 ({db})", overhead["p50_ms"], "ms", target=TARGETS[f"overhead_p50_ms_{db.lower()}"])
+    if db == "SQLite":
+        figure(f"turn overhead p99 ({db})", overhead["p99_ms"], "ms", target=TARGETS["overhead_p99_ms"])
+    # the instant model answers at once: everything before its first delta is the stack's
+    figure(f"stack time to first message.delta p50 ({db})", st["first_delta"], "ms",
+           target=TARGETS["first_delta_ms"], note=f"model received the call at {st['model_request']:.1f} ms")
+    growth = bench_growth(stack, key, model=model, n=GROWTH_TURNS)
+    figure(f"turn {growth['n']} vs turns 3-22 of one session ({db})", growth["ratio"], "x",
+           target=TARGETS["growth_ratio"], digits=2,
+           note=f"median {growth['late_ms']:.1f} ms (last 20) vs {growth['early_ms']:.1f} ms")
+    heavy_key = stack.create_user("bench-history")
+    started = time.perf_counter()
+    seed_history(stack, heavy_key, HISTORY_MESSAGES)
+    print(f"  seeded {HISTORY_MESSAGES:,} earlier messages for one user in {time.perf_counter() - started:.1f} s")
+    history = bench_history(stack, model, key, heavy_key)
+    added = history["heavy"]["completed"] - history["new"]["completed"]
+    figure(f"recall's added time per turn at {HISTORY_MESSAGES:,} messages, p50 ({db})", added, "ms",
+           target=TARGETS["recall_added_ms"], note=f"real stack: new user {history['new']['completed']:.1f} ms, "
+           f"long history {history['heavy']['completed']:.1f} ms per turn")
+    return {"overhead": overhead, "growth": growth, "history": history}
 
 
 def bench_concurrency(stack: Stack, model: FakeModel, key: str, sessions: int) -> dict:
@@ -104,10 +226,8 @@ def main() -> int:
         key = stack.create_user("bench")
         print("Hermes Stack turn benchmark (real api + one worker process, scripted model over HTTP)\n")
 
-        overhead = bench_overhead(stack, key)
-        print(f"turn overhead, POST → turn.completed, {overhead['n']} sequential turns, instant model:")
-        print(f"  p50 {overhead['p50_ms']:.1f} ms   p99 {overhead['p99_ms']:.1f} ms   "
-              f"(target p50 ≤ {TARGETS['overhead_p50_ms']:.0f} ms: ratio {overhead['p50_ms'] / TARGETS['overhead_p50_ms']:.2f})")
+        turn_figures = report_overhead(stack, model, key)
+        overhead = turn_figures["overhead"]
 
         print("\none worker process, 2 s model, N sessions at once:")
         results = [bench_concurrency(stack, model, key, n) for n in (10, 100, 200)]
@@ -129,7 +249,7 @@ def main() -> int:
         cold = bench_cold_start(stack)
         print(f"\nworker cold start (spawn → ready and announced): {cold:.2f} s "
               f"(target ≤ {TARGETS['cold_start_s']:.0f} s: ratio {cold / TARGETS['cold_start_s']:.2f})")
-        print("\n" + json.dumps({"overhead": overhead, "concurrency": results, "rss_mb": rss, "cold_start_s": cold}))
+        print("\n" + json.dumps({**turn_figures, "concurrency": results, "rss_mb": rss, "cold_start_s": cold}))
         return 0
     finally:
         stack.stop()

@@ -89,18 +89,21 @@ async def history(hub: Hub, turn_id: str, after: str, upto: str | None = None) -
 
 
 async def follow(
-    hub: Hub, turn_id: str, load_turn: TurnLoader, *, idle_seconds: float, after: str | None = None
+    hub: Hub, turn_id: str, load_turn: TurnLoader, *, idle_seconds: float, after: str | None = None,
+    known: Turn | None = None,
 ) -> AsyncIterator[Event | None]:
     """The turn's events after `after` (from the start when None); None after each idle `idle_seconds`
     (time for a keepalive); ends on a terminal event, or on an `error` event naming where to resume.
 
     A turn that is finished in the database but whose stream holds no terminal event (expired, or the
-    worker died before publishing) ends with a terminal event rebuilt from the row.
+    worker died before publishing) ends with a terminal event rebuilt from the row. `known`: the row the
+    caller read just before, used for that check instead of reading it again (a turn that finishes after
+    that read publishes its end, so the stream then exists; one whose worker died is caught when idle).
     """
     last = after or "0-0"
     try:
         if not await hub.replay.exists(events.stream_key(turn_id)):
-            turn = await load_turn()
+            turn = known if known is not None else await load_turn()
             if finished(turn):
                 yield terminal_from_row(turn)
                 return

@@ -4,6 +4,8 @@
   would double the injected text and fight over what the model is told).
 - `prefetch` runs the provider on its own thread and waits at most PROVIDER_PREFETCH_TIMEOUT_SECONDS;
   while a session's previous prefetch is still running, the session's next one is skipped.
+  `start_prefetch` starts that thread early (as the turn begins), so the search runs alongside the
+  turn's other pre-call work and `prefetch` only collects it.
 - `sync_turn` queues; one session's syncs run in the order the turns finished; `queue_prefetch`
   queues behind them (the anchor's single FIFO), so neither ever holds up a turn.
 - Every other hook runs inline inside a try/except: a failing provider costs only its contribution.
@@ -30,6 +32,15 @@ PRE_COMPRESS_HEAD, PRE_COMPRESS_TAIL = 4000, 1500
 PRE_COMPRESS_CUT = "\n...[memory provider context truncated]...\n"
 
 
+class _Pending:
+    """One prefetch on its thread: which (turn, query) it serves and, once done, what it recalled."""
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key
+        self.thread: threading.Thread | None = None
+        self.text: str | None = None
+
+
 class ProviderManager:
     """The memory provider of one worker process (or none)."""
 
@@ -38,7 +49,7 @@ class ProviderManager:
         self.timeout = settings.provider_prefetch_timeout_seconds
         self.provider: MemoryProvider | None = None
         self._lock = threading.Lock()
-        self._prefetching: dict[str, threading.Thread] = {}
+        self._prefetching: OrderedDict[str, _Pending] = OrderedDict()
         self._initialised: OrderedDict[str, None] = OrderedDict()
         self._syncs = SessionQueue()
 
@@ -68,35 +79,63 @@ class ProviderManager:
         if self._ready(ctx):
             _guarded(lambda: self.provider.on_turn_start(turn_number, message, ctx), "on_turn_start")
 
+    def start_prefetch(self, query: str, ctx: ProviderContext) -> bool:
+        """Begin the provider's prefetch for this turn's message now, on its own thread, so it runs
+        alongside the turn's other pre-call work; `prefetch` with the same turn and query then takes its result.
+
+        False when nothing started: no provider, an empty query, or the session's previous prefetch still runs.
+        """
+        if self.provider is None or not query.strip():
+            return False
+        with self._lock:
+            pending = self._prefetching.get(ctx.session_id)
+            if pending is not None and pending.thread.is_alive():
+                return pending.key == (ctx.turn_id, query)
+            pending = _Pending((ctx.turn_id, query))
+            pending.thread = threading.Thread(target=self._prefetch_into, args=(query, ctx, pending), daemon=True,
+                                              name=f"prefetch-{ctx.session_id}")
+            self._prefetching[ctx.session_id] = pending
+            self._prefetching.move_to_end(ctx.session_id)
+            while len(self._prefetching) > TRACKED_SESSIONS:
+                self._prefetching.popitem(last=False)
+            pending.thread.start()
+        return True
+
+    def prefetch_started(self, query: str, ctx: ProviderContext) -> bool:
+        """Whether `start_prefetch` began this turn's prefetch for `query` (its result not yet taken)."""
+        with self._lock:
+            pending = self._prefetching.get(ctx.session_id)
+        return pending is not None and ctx.turn_id is not None and pending.key == (ctx.turn_id, query)
+
     def prefetch(self, query: str, ctx: ProviderContext) -> str | None:
-        """What the provider recalls for `query`, or None: nothing relevant, too slow, or still busy."""
+        """What the provider recalls for `query`, or None: nothing relevant, too slow, or still busy.
+
+        A prefetch `start_prefetch` began for this turn and query is waited for, never run twice.
+        """
         if self.provider is None or not query.strip():
             return None
-        result: dict[str, str | None] = {}
+        key = (ctx.turn_id, query)
         with self._lock:
-            running = self._prefetching.get(ctx.session_id)
-            if running is not None and running.is_alive():
+            pending = self._prefetching.get(ctx.session_id)
+        if pending is None or pending.key != key:
+            if not self.start_prefetch(query, ctx):
                 log.info("memory prefetch skipped: the previous one of this session is still running")
                 return None
-            thread = threading.Thread(target=self._prefetch_into, args=(query, ctx, result), daemon=True,
-                                      name=f"prefetch-{ctx.session_id}")
-            self._prefetching[ctx.session_id] = thread
-            thread.start()
-        thread.join(self.timeout)
-        if thread.is_alive():
+            with self._lock:
+                pending = self._prefetching.get(ctx.session_id)
+        pending.thread.join(self.timeout)
+        if pending.thread.is_alive():
             log.warning("memory prefetch took longer than %.1f s; the turn goes on without it", self.timeout)
             return None
-        text = result.get("text")
+        with self._lock:
+            if self._prefetching.get(ctx.session_id) is pending:
+                del self._prefetching[ctx.session_id]
+        text = pending.text
         return text if text and text.strip() else None
 
-    def _prefetch_into(self, query: str, ctx: ProviderContext, result: dict[str, str | None]) -> None:
-        try:
-            if self._ready(ctx):
-                result["text"] = _guarded(lambda: self.provider.prefetch(query, ctx), "prefetch")
-        finally:
-            with self._lock:
-                if self._prefetching.get(ctx.session_id) is threading.current_thread():
-                    del self._prefetching[ctx.session_id]
+    def _prefetch_into(self, query: str, ctx: ProviderContext, pending: "_Pending") -> None:
+        if self._ready(ctx):
+            pending.text = _guarded(lambda: self.provider.prefetch(query, ctx), "prefetch")
 
     def sync_turn(self, user_text: str, assistant_text: str, ctx: ProviderContext) -> None:
         """Queue the provider's learning from a completed turn behind the session's earlier ones."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from functools import partial
 from collections import OrderedDict
 from typing import Callable, NamedTuple
 
@@ -31,6 +32,8 @@ from shared.stores.search_query import parse_query
 log = logging.getLogger(__name__)
 
 SEARCH_LIMIT = 10
+SEARCH_POOL = 40  # BM25 candidates re-ranked: recall keeps at most a few clearly relevant hits, so a short
+# list ranks them as well as the search tool's 400 and costs a tenth of the row loading and term checks
 MIN_SNIPPET_CHARS = 80  # a hit cut shorter than this says too little to be worth its tokens
 ELLIPSIS = " …"
 PREPARED_SESSIONS = 1000
@@ -54,7 +57,7 @@ class RecallProvider(MemoryProvider):
 
     name = "recall"
 
-    def __init__(self, settings: Settings, search: Search = search_messages) -> None:
+    def __init__(self, settings: Settings, search: Search = partial(search_messages, pool=SEARCH_POOL)) -> None:
         super().__init__(settings)
         self.search = search
         self._prepared: OrderedDict[str, Prepared] = OrderedDict()

@@ -73,12 +73,14 @@ def search_messages(
     role: str | Sequence[str] | None = None,
     sort: str = "rank",
     hybrid: bool | None = None,
+    pool: int | None = None,
 ) -> list[SearchHit]:
     """The user's messages best matching `query` (any text; never a syntax error), best first.
 
     `sort` "newest"/"oldest" lists every match by time in the database, then keeps `limit` (those
     hits are not ranked: score 0). `hybrid` (default: SEARCH_HYBRID) fuses embedding similarity into
-    the ranking when the extra is installed.
+    the ranking when the extra is installed. `pool` caps the BM25 candidates re-ranked (default
+    MIN_POOL): a caller wanting a few clearly relevant hits (recall) ranks fewer and answers sooner.
     """
     parsed = parse_query(query)
     roles = _roles(role)
@@ -93,7 +95,7 @@ def search_messages(
         with db.read() as s:
             if timed:
                 return _by_time(s, db.is_sqlite, backend, parsed, scope, limit, sort == "newest")
-            hits = _rank(s, backend, parsed, scope, limit, semantic, named_dates(query or ""))
+            hits = _rank(s, backend, parsed, scope, limit, semantic, named_dates(query or ""), pool)
     except DBAPIError as exc:
         if not backend.is_query_error(exc):
             raise
@@ -145,9 +147,10 @@ def _semantic(db: Database, scope: Scope, query: str, hybrid: bool | None) -> di
 
 
 def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
-          semantic: dict[int, float] | None, dates: tuple[Day, ...] = ()) -> list[SearchHit]:
+          semantic: dict[int, float] | None, dates: tuple[Day, ...] = (), pool_cap: int | None = None) -> list[SearchHit]:
     wanted = MIN_POOL if len(parsed.terms) > 1 or dates else SINGLE_TERM_POOL
-    pool = backend.candidates(s, parsed, scope, max(wanted, limit * 5), max(MIN_FEW, limit * 2))
+    size = min(pool_cap, wanted) if pool_cap else max(wanted, limit * 5)
+    pool = backend.candidates(s, parsed, scope, size, max(MIN_FEW, limit * 2))
     similar = sorted(semantic or {}, key=lambda i: -semantic[i])[:DENSE_POOL]
     close = set(similar)
     rows = _messages(s, [c.message_id for c in pool] + similar, scope)

@@ -121,10 +121,13 @@ def add_turn_messages(s: Session, session_id: str, rows: list[dict[str, Any]]) -
 def set_api_content(db: Database, message_id: int, text: str) -> str:
     """Record what the model is sent for a message, once; returns the stored text (the first writer wins)."""
     with db.write() as s:
-        s.execute(
+        stored = s.execute(
             update(Message).where(Message.id == message_id, Message.api_content.is_(None)).values(api_content=text)
-        )
-        return s.exec(select(Message.api_content).where(Message.id == message_id)).one()
+            .returning(Message.api_content)
+        ).scalar()
+        if stored is None:  # another attempt recorded it first: that text wins
+            stored = s.exec(select(Message.api_content).where(Message.id == message_id)).one()
+        return stored
 
 
 def list_messages(db: Database, session_id: str, *, after: int | None = None, limit: int | None = None) -> list[Message]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, update
+from sqlalchemy import and_, case, func, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -130,14 +130,15 @@ def same_request(turn: Turn, request_hash: str | None) -> Turn:
 
 def _next_seq(s: Session, user_id: str, session_id: str) -> int:
     """Bump the session's turn counter; the UPDATE also serialises concurrent accepts on Postgres."""
-    result = s.execute(
+    seq = s.execute(
         update(ChatSession)
         .where(ChatSession.id == session_id, ChatSession.user_id == user_id)
         .values(turn_count=ChatSession.turn_count + 1, updated_at=utcnow())
-    )
-    if result.rowcount != 1:
+        .returning(ChatSession.turn_count)
+    ).scalar()
+    if seq is None:
         raise NotFound("No such session.", code="session_not_found")
-    return s.exec(select(ChatSession.turn_count).where(ChatSession.id == session_id)).one()
+    return seq
 
 
 def get_turn(db: Database, user_id: str | None, turn_id: str) -> Turn:
@@ -150,17 +151,20 @@ def get_turn(db: Database, user_id: str | None, turn_id: str) -> Turn:
 
 
 def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: float,
-               max_running: int = 0) -> Turn | None:
+               max_running: int = 0, *, expect_work: bool = False) -> Turn | None:
     """Claim the turn this session must run next, or None when it is busy elsewhere, idle, or its user is at the cap.
 
     Claiming also stores the turn's user message (position 0) in the same transaction. With
     `max_running`, a user whose turns already run with live leases in that many other sessions
-    gets nothing, and the session's queued turns go back to waiting for a slot.
+    gets nothing, and the session's queued turns go back to waiting for a slot. `expect_work`: the
+    caller was just sent a turn of this session, so the read-only pre-check (which spares the write
+    lock when there is nothing to do) would almost always say "go on" and is skipped.
     """
     fresh_after = utcnow() - timedelta(seconds=lease_seconds)
-    with db.read() as s:  # most calls find nothing to do: answer those without taking the write lock
-        if _runnable(s, session_id, fresh_after) is None:
-            return None
+    if not expect_work:
+        with db.read() as s:  # most calls find nothing to do: answer those without taking the write lock
+            if _runnable(s, session_id, fresh_after) is None:
+                return None
     with db.write() as s:
         _lock_session(s, session_id)
         found = _runnable(s, session_id, fresh_after)
@@ -186,28 +190,38 @@ def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: flo
 
 
 def _runnable(s: Session, session_id: str, fresh_after):
-    """The session's running turn whose worker died, else its oldest queued turn, unless one runs live (id, user_id)."""
-    active = s.execute(
+    """The session's running turn whose worker died, else its oldest queued turn, unless one runs live (id, user_id).
+
+    One statement: the session's unfinished turns, active ones (running or parked) first, then by seq.
+    """
+    first = s.execute(
         select(Turn.id, Turn.user_id, Turn.status, Turn.heartbeat_at)
-        .where(Turn.session_id == session_id, Turn.status.in_(ACTIVE))
-        .order_by(Turn.seq)
+        .where(Turn.session_id == session_id, Turn.status.in_((*ACTIVE, TurnStatus.queued.value)))
+        .order_by(case((Turn.status == TurnStatus.queued.value, 1), else_=0), Turn.seq)
         .limit(1)
     ).first()
-    if active is not None:
-        stale = active.heartbeat_at is None or active.heartbeat_at < fresh_after
-        return active if active.status == TurnStatus.running.value and stale else None
-    return s.execute(
-        select(Turn.id, Turn.user_id)
-        .where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
-        .order_by(Turn.seq)
-        .limit(1)
-    ).first()
+    if first is None or first.status == TurnStatus.queued.value:
+        return first
+    stale = first.heartbeat_at is None or first.heartbeat_at < fresh_after
+    return first if first.status == TurnStatus.running.value and stale else None
 
 
 def _lock_session(s: Session, session_id: str) -> None:
     """Row-lock the session on Postgres (SQLite's write transaction is already exclusive)."""
     if s.get_bind().dialect.name != "sqlite":
         s.exec(select(ChatSession.id).where(ChatSession.id == session_id).with_for_update()).first()
+
+
+def user_has_waiting(db: Database, session_id: str) -> bool:
+    """Whether the session's user has a turn waiting for a slot (queued, never sent): one read, no write lock.
+
+    Asked after a turn finished (its slot already free in the database): an accept committed before this
+    read is seen here; one committed after it saw the free slot and sent its turn itself.
+    """
+    owner = select(ChatSession.user_id).where(ChatSession.id == session_id).scalar_subquery()
+    with db.read() as s:
+        return s.exec(select(Turn.id).where(Turn.user_id == owner, Turn.status == TurnStatus.queued.value,
+                                            Turn.enqueued_at.is_(None)).limit(1)).first() is not None
 
 
 def heartbeat(db: Database, turn_ids: list[str], worker_id: str) -> set[str]:

@@ -15,6 +15,7 @@ from services.api.fanout import Hub
 from services.api.schemas import error_responses
 from services.api.stream_slots import SlotStreamingResponse, StreamSlots
 from services.api.streams import KEEPALIVE, TurnLoader, follow, parse_event_id, turn_loader
+from shared.models.turns import Turn
 from shared.stores import turns, users
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ async def turn_events(
     429 too_many_streams when this key already holds SSE_MAX_STREAMS_PER_KEY open streams."""
     after = last_event_id or last_event_id_query
     after = parse_event_id(after) if after is not None else None
-    await run_in_threadpool(turns.get_turn, db, user.id, turn_id)
+    turn = await run_in_threadpool(turns.get_turn, db, user.id, turn_id)
     slots: StreamSlots = request.app.state.stream_slots
     slot = slots.acquire(stream_owner(settings, credentials.credentials, user.id))
     if slot is None:
@@ -58,13 +59,14 @@ async def turn_events(
         return error_response(request.url.path, 429, "too_many_streams", message,
                               headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
     hub: Hub = request.app.state.hub
-    frames = _frames(hub, turn_id, turn_loader(db, user.id, turn_id), after, settings.sse_keepalive_seconds)
+    frames = _frames(hub, turn_id, turn_loader(db, user.id, turn_id), after, settings.sse_keepalive_seconds, turn)
     return SlotStreamingResponse(frames, slot=slot, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-async def _frames(hub: Hub, turn_id: str, load_turn: TurnLoader, after: str | None, keepalive: float) -> AsyncIterator[str]:
+async def _frames(hub: Hub, turn_id: str, load_turn: TurnLoader, after: str | None, keepalive: float,
+                  known: Turn | None = None) -> AsyncIterator[str]:
     """SSE frames until the terminal event or an explicit `error` event."""
-    async for event in follow(hub, turn_id, load_turn, idle_seconds=keepalive, after=after):
+    async for event in follow(hub, turn_id, load_turn, idle_seconds=keepalive, after=after, known=known):
         if event is not None and event.type == "error":
             log.warning("event stream of turn %s ended early (%s)", turn_id, event.data.get("code"))
         yield KEEPALIVE if event is None else event.sse()

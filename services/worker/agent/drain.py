@@ -29,15 +29,17 @@ def drain_session(runtime: Runtime, session_id: str) -> int:
     settings = runtime.settings
     ran = 0
     while not runtime.shutdown.requested:
+        # The first claim follows the task that named this session: a turn is almost surely waiting.
         turn = turns.claim_next(runtime.db, session_id, runtime.worker_id, settings.turn_lease_seconds,
-                                settings.max_running_turns_per_user)
+                                settings.max_running_turns_per_user, expect_work=ran == 0)
         if turn is None:
             break
         run_turn(runtime, turn)
         ran += 1
     if runtime.shutdown.requested:
         send(runtime, [t for t in [turns.hand_off(runtime.db, session_id)] if t is not None])
-    send(runtime, turn_slots.send_waiting(runtime.db, session_id, settings.max_running_turns_per_user))
+    if turns.user_has_waiting(runtime.db, session_id):  # usually nobody waits: skip the write lock
+        send(runtime, turn_slots.send_waiting(runtime.db, session_id, settings.max_running_turns_per_user))
     return ran
 
 

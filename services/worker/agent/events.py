@@ -23,6 +23,10 @@ class TurnEvents:
     def emit(self, event: str, data: dict[str, Any] | None = None) -> None:
         events.publish(self.redis, self.turn_id, event, data or {}, ttl_seconds=self.ttl_seconds)
 
+    def start(self, session_id: str, data: dict[str, Any]) -> None:
+        """`turn.started`, then the session's waiting notices, in one Redis round trip (a failure raises, as emit's)."""
+        events.start_turn(self.redis, self.turn_id, session_id, data)
+
     def deliver_notices(self, session_id: str) -> None:
         """Take the session's waiting notices (a review's `review.completed`) onto this turn's stream."""
         try:

@@ -37,6 +37,7 @@ from services.worker.agent.outcome import (
     Outcome,
 )
 from services.worker.agent.prompt import build_system_prompt
+from services.worker.agent.turn_start import turn_started
 from services.worker.agent.toolcalls import CallResult, ToolBatch
 from services.worker.runtime import Runtime
 from services.worker.shutdown import Released
@@ -78,8 +79,7 @@ class TurnRun:
         self.usage.update({k: v for k, v in (turn.usage or {}).items() if k in self.usage})  # before a park
 
     def run(self) -> None:
-        self.events.emit("turn.started", {"attempt": self.turn.attempts})
-        self.events.deliver_notices(self.turn.session_id)
+        self.events.start(self.turn.session_id, {"attempt": self.turn.attempts})
         try:
             outcome = self.outcome()
         except Released:
@@ -140,8 +140,14 @@ class TurnRun:
             self.run_tools(completion.tool_calls)
 
     def frozen_prompt(self) -> str:
-        """The session's system prompt, built and frozen by the first turn that needs it."""
+        """The session's system prompt, built and frozen by the first turn that needs it.
+
+        Turn-start hooks (the recall search) begin first, so they run while the prompt is built and the
+        transcript loaded; a turn resumed with its context already stored never asks for their result.
+        """
         session = sessions.get_session(self.rt.db, None, self.turn.session_id)
+        if self.turn.attempts <= 1:
+            turn_started(TurnContext(self.rt.settings, self.rt.db, self.rt.redis, session, self.turn))
         if session.system_prompt is None:
             prompt = build_system_prompt(session, self.rt.tools, self.rt.settings, utcnow().date(), self.rt.db)
             session = sessions.freeze_system_prompt(self.rt.db, session.id, prompt)

@@ -1,6 +1,7 @@
 """The memory provider in the worker: recall on the user's message, syncs after the turn, its tools.
 
-- turn context: `on_turn_start`, then the provider's prefetch for the incoming message, fenced in `<memory-context>`,
+- turn start: `on_turn_start`, then the provider's prefetch for the incoming message starts on its own thread;
+- turn context: that prefetch's result, fenced in `<memory-context>`,
   rides on that user message (stored once as api_content and replayed byte-identical), never in
   the system prompt;
 - prompt part (ORDER_PROVIDER): the provider's own system prompt block, when it has one;
@@ -33,6 +34,7 @@ from services.worker.agent.context import (
     register_turn_context,
 )
 from services.worker.agent.prompt import ORDER_PROVIDER, PromptContext, register_prompt_part
+from services.worker.agent.turn_start import register_turn_start
 from services.worker.tools.registry import REGISTRY, Tool, ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -57,13 +59,28 @@ def turn_provider_context(ctx: TurnContext) -> ProviderContext:
                            ctx.session.source)
 
 
+def start_recall(ctx: TurnContext) -> None:
+    """As the turn begins: tell the provider, and start its recall search for the message on its own thread."""
+    manager = manager_for(ctx.settings)
+    if not manager.active:
+        return
+    pctx = turn_provider_context(ctx)
+    manager.on_turn_start(ctx.session.turn_count, ctx.turn.input, pctx)
+    manager.start_prefetch(ctx.turn.input, pctx)
+
+
 def recalled_context(ctx: TurnContext) -> str | None:
-    """The provider's recall for this turn's message, fenced; None when it had nothing (or took too long)."""
+    """The provider's recall for this turn's message, fenced; None when it had nothing (or took too long).
+
+    The search `start_recall` began is collected; a turn that did not start one (a resumed attempt)
+    tells the provider the turn began and searches now.
+    """
     manager = manager_for(ctx.settings)
     if not manager.active:
         return None
     pctx = turn_provider_context(ctx)
-    manager.on_turn_start(ctx.session.turn_count, ctx.turn.input, pctx)
+    if not manager.prefetch_started(ctx.turn.input, pctx):
+        manager.on_turn_start(ctx.session.turn_count, ctx.turn.input, pctx)
     raw = manager.prefetch(ctx.turn.input, pctx)
     return fence_memory_context(raw) if raw else None
 
@@ -164,6 +181,7 @@ def shutdown_managers() -> None:
         manager.shutdown()
 
 
+register_turn_start(start_recall)
 register_turn_context(recalled_context)
 register_prompt_part(provider_prompt_block, ORDER_PROVIDER)
 register_after_turn(sync_after_turn)
