@@ -7,9 +7,10 @@ with HERMES_HOME in a fresh temp dir so nothing of a real installation is read o
 runs N turns of one conversation, each continuing the history of the one before, as the anchor's
 gateway does for one chat. It prints one JSON line: {"p50_ms", "p99_ms", "n", "warmup"}.
 
-No network: the agent's only endpoint is the scripted model on 127.0.0.1, tools stay as the
-anchor ships them (the request bytes are part of what we compare) but the instant model never
-calls one, and the proxy variables are cleared so nothing is routed elsewhere.
+No network: the agent's only endpoint is the scripted model on 127.0.0.1, and the proxy variables
+and provider keys are cleared so nothing is routed elsewhere. Tools stay the anchor's default set
+(its request bytes "with the default tools" are part of what we compare); the instant model never
+calls one, and an audit of socket.connect/getaddrinfo during a run saw no other destination.
 """
 
 from __future__ import annotations
