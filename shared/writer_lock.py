@@ -43,14 +43,7 @@ class WriterLock:
     @contextmanager
     def hold(self) -> Iterator[None]:
         with self._rlock:
-            fds = self._files() if self._depth == 0 else None
-            if fds is not None:
-                gate, lock = fds
-                fcntl.flock(gate, fcntl.LOCK_EX)
-                try:
-                    fcntl.flock(lock, fcntl.LOCK_EX)
-                finally:
-                    fcntl.flock(gate, fcntl.LOCK_UN)
+            fds = self._take() if self._depth == 0 else None
             self._depth += 1
             try:
                 yield
@@ -58,6 +51,27 @@ class WriterLock:
                 self._depth -= 1
                 if fds is not None:
                     fcntl.flock(fds[1], fcntl.LOCK_UN)
+
+    def _take(self) -> tuple[int, int] | None:
+        """Through the gate to the lock; None (and the lock off from then on) where the filesystem refuses flock."""
+        fds = self._files()
+        if fds is None:
+            return None
+        gate, lock = fds
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            finally:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        except OSError as exc:
+            self._give_up(exc)
+            return None
+        return fds
+
+    def _give_up(self, exc: OSError) -> None:
+        log.warning("no cross-process writer lock beside %s (%s); SQLite's busy timeout waits instead", self.path, exc)
+        self.path = None
 
     def _files(self) -> tuple[int, int] | None:
         """This process's descriptors of the gate and lock files; a forked child opens its own (an inherited
@@ -69,9 +83,7 @@ class WriterLock:
             try:
                 self._fds = (_open(self.path + ".writer-gate"), _open(self.path + ".writer-lock"))
             except OSError as exc:
-                log.warning("no cross-process writer lock beside %s (%s); SQLite's busy timeout waits instead",
-                            self.path, exc)
-                self.path = None
+                self._give_up(exc)
                 return None
             self._fds_pid = os.getpid()
         return self._fds

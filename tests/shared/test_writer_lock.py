@@ -89,3 +89,12 @@ def test_writers_in_four_processes_never_lose_an_update_or_see_a_locked_database
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     with db.read() as s:
         assert s.execute(text("SELECT n FROM counter")).scalar() == 200
+
+
+def test_without_a_place_for_its_files_the_lock_still_serialises_threads(tmp_path, caplog):
+    """A lock file that cannot be made leaves the waiting to SQLite's busy timeout, with a warning, never an error."""
+    lock = WriterLock(str(tmp_path / "missing-dir" / "x.db"))
+    with lock.hold():
+        pass
+    assert lock.path is None
+    assert "busy timeout waits instead" in caplog.text
