@@ -1,13 +1,14 @@
 """The database engine: SQLite in WAL with one writer at a time, or Postgres.
 
 Stores open transactions with `db.read()` or `db.write()`. On SQLite a write transaction starts
-with `BEGIN IMMEDIATE` under a process-wide lock, so two writers never deadlock on a lock upgrade
-and "database is locked" never reaches a caller; the busy timeout covers other processes.
+with `BEGIN IMMEDIATE` under a writer lock shared by every thread and process on the file
+(shared/writer_lock.py), so two writers never deadlock on a lock upgrade, "database is locked"
+never reaches a caller, and a writer waiting for another process is woken the moment its turn
+comes; the busy timeout covers processes that do not take the lock.
 """
 
 from __future__ import annotations
 
-import threading
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +17,8 @@ from typing import Iterator
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
+
+from shared.writer_lock import WriterLock, writer_lock_for
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -26,7 +29,8 @@ class Database:
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
-        self._write_lock = threading.RLock() if self.is_sqlite else None
+        path = url.split("///", 1)[1] if "///" in url else ""
+        self._write_lock: WriterLock | None = writer_lock_for(path) if self.is_sqlite else None
         self.engine = self._make_engine(url, echo)
 
     def _make_engine(self, url: str, echo: bool) -> Engine:
@@ -58,7 +62,7 @@ class Database:
         if self._write_lock is None:
             yield from self._transaction({})
             return
-        with self._write_lock:
+        with self._write_lock.hold():
             yield from self._transaction({"sqlite_immediate": True})
 
     def _transaction(self, options: dict) -> Iterator[Session]:

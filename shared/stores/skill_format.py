@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -95,6 +96,13 @@ def _optional_text(data: dict, key: str) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise _invalid(f"Front matter field {key!r} must be text.")
     return str(value)
+
+
+@lru_cache(maxsize=256)
+def parse_skill_md_cached(content: str, folder_name: str | None = None) -> FrontMatter:
+    """parse_skill_md remembered by content (the result is frozen): every new session indexes every skill,
+    and parsing the same YAML again was a fifth of a session's first turn. Errors are not remembered."""
+    return parse_skill_md(content, folder_name)
 
 
 def parse_skill_md(content: str, folder_name: str | None = None) -> FrontMatter:

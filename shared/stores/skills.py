@@ -48,6 +48,7 @@ from shared.stores.skill_format import (
     index_description,
     is_valid_name,
     parse_skill_md,
+    parse_skill_md_cached,
 )
 
 
@@ -140,7 +141,7 @@ class SkillStore:
     def front_matter(skill: Located) -> FrontMatter | HermesError:
         """The parsed SKILL.md, or the error that makes it unusable (a hand edit gone wrong)."""
         try:
-            return parse_skill_md(read_text(skill.path / SKILL_FILE, SKILL_FILE), skill.name)
+            return parse_skill_md_cached(read_text(skill.path / SKILL_FILE, SKILL_FILE), skill.name)
         except HermesError as exc:
             return exc
 

@@ -87,10 +87,23 @@ def take_slots(s: Session, user_id: str, max_running: int) -> list[Turn]:
 
 
 def send_waiting(db: Database, session_id: str, max_running: int) -> list[Turn]:
-    """After a session went idle here: the turns of its user to send now (marked sent; the caller enqueues them)."""
-    with db.write() as s:
+    """After a session went idle here: the turns of its user to send now (marked sent; the caller enqueues them).
+
+    Most drains find no turn of the user waiting (always so without a cap): that is answered by a read,
+    without taking the write lock every other writer of the database queues on.
+    """
+    with db.read() as s:
         user_id = s.exec(select(ChatSession.user_id).where(ChatSession.id == session_id)).first()
-        return take_slots(s, user_id, max_running) if user_id else []
+        if user_id is None or not _has_waiting(s, user_id):
+            return []
+    with db.write() as s:
+        return take_slots(s, user_id, max_running)
+
+
+def _has_waiting(s: Session, user_id: str) -> bool:
+    """Whether a queued turn of the user was never sent (the only kind take_slots can send)."""
+    return s.exec(select(Turn.id).where(Turn.user_id == user_id, Turn.status == QUEUED,
+                                        Turn.enqueued_at.is_(None)).limit(1)).first() is not None
 
 
 def users_waiting(db: Database, created_before: datetime, limit: int = 500) -> list[str]:

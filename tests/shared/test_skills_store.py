@@ -193,3 +193,19 @@ def test_the_activity_clock_follows_the_shared_clock(stores, monkeypatch):
 
     assert skill_records.record(store.db, store.user_id, "brew-tea").last_activity_at == later
     assert [r.name for r in skill_records.agent_created(store.db, store.user_id)] == ["brew-tea"]
+
+
+def test_the_index_shows_a_hand_edit_at_once_and_a_broken_edit_every_time(stores):
+    """The parsed front matter is remembered by content, so an edit is never hidden behind an old parse."""
+    store = stores()
+    path = store.roots.user / "brew-tea" / "SKILL.md"
+    SkillEditor(store, "agent").create("brew-tea", skill_md("brew-tea", "First words."))
+    assert dict(store.index())["brew-tea"] == "First words."
+
+    path.write_text(skill_md("brew-tea", "Second words."))
+    assert dict(store.index())["brew-tea"] == "Second words."
+
+    path.write_text("no front matter at all")
+    for _ in range(2):
+        assert "brew-tea" not in dict(store.index())
+        assert {s.name: s for s in store.summaries()}["brew-tea"].description.startswith("[invalid SKILL.md:")

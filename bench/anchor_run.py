@@ -1,0 +1,85 @@
+"""Running the anchor (hermes-agent 0.19.0) beside us in `bench.turns`: the same scripted model, the same run.
+
+The anchor lives in a side virtualenv (`.venv-anchor/`, never installed at bench time) and runs
+`bench/anchor.py` there as a subprocess; this side counts what the scripted model received from it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ANCHOR_PYTHON = ROOT / ".venv-anchor" / "bin" / "python"
+ANCHOR_VERSION = "0.19.0"
+INSTALL = f"python3 -m venv .venv-anchor && .venv-anchor/bin/pip install hermes-agent=={ANCHOR_VERSION}"
+CHAT_PATH = "/v1/chat/completions"
+TIMEOUT_SECONDS = 900
+TURN_MARKER = "anchor turn "  # bench/anchor.py's user messages
+
+
+@dataclass(frozen=True)
+class AnchorRun:
+    p50_ms: float
+    p99_ms: float
+    n: int
+    first_call_bytes: int  # the first model request of its conversation
+    median_call_bytes: int  # over the requests of its turns (its background reviews' requests left out)
+    calls: int
+
+
+def installed() -> bool:
+    return ANCHOR_PYTHON.is_file()
+
+
+def anchor_version() -> str | None:
+    """The hermes-agent version in the side virtualenv, or None when it is not there."""
+    if not installed():
+        return None
+    probe = subprocess.run([str(ANCHOR_PYTHON), "-c", "import importlib.metadata as m; print(m.version('hermes-agent'))"],
+                           capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        return None
+    return probe.stdout.strip() or None
+
+
+def request_bytes(requests, marker: str = "") -> list[int]:
+    """Bytes on the wire (Content-Length as sent) of each chat-completions request whose last message starts
+    with `marker`, in arrival order."""
+    return [int(r.headers.get("content-length") or 0) for r in requests
+            if r.path == CHAT_PATH and _last_text(r.body).startswith(marker)]
+
+
+def _last_text(body: dict) -> str:
+    messages = body.get("messages") or [{}]
+    content = messages[-1].get("content")
+    return content if isinstance(content, str) else ""
+
+
+def run_anchor(model, turns: int) -> AnchorRun:
+    """Run the anchor's agent for `turns` turns against the scripted model; RuntimeError with its output on failure."""
+    model.reset()
+    proc = subprocess.run([str(ANCHOR_PYTHON), str(ROOT / "bench" / "anchor.py"), model.base_url, str(turns)],
+                          capture_output=True, text=True, timeout=TIMEOUT_SECONDS, cwd=str(ROOT))
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"the anchor failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    result = json.loads(lines[-1])
+    sizes = request_bytes(model.requests, TURN_MARKER)
+    return AnchorRun(p50_ms=result["p50_ms"], p99_ms=result["p99_ms"], n=result["n"],
+                     first_call_bytes=sizes[0] if sizes else 0,
+                     median_call_bytes=int(statistics.median(sizes)) if sizes else 0, calls=len(sizes))
+
+
+def skip_line() -> str:
+    return (f"anchor: skipped, hermes-agent {ANCHOR_VERSION} is not installed in .venv-anchor/ "
+            f"(install it with: {INSTALL}; the bench never installs it)")
+
+
+if __name__ == "__main__":
+    print(anchor_version() or skip_line())
+    sys.exit(0)
