@@ -23,7 +23,7 @@ from tests.support.gateway import gateway_env, start_gateway
 from tests.support.processes import Stack
 from tests.support.waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.env import create_postgres_database, free_port, reachable, start_embedded_redis
+from tests.support.env import free_port, migrated_database, reachable, start_embedded_redis
 from tests.support.waiting import wait_until
 
-E2E_REDIS_DB = 14
+E2E_REDIS_DB = int(os.environ.get("HSTACK_E2E_REDIS_DB", "14"))
 
 
 @dataclass
@@ -81,14 +81,9 @@ class Stack:
         }
 
     def _make_database(self) -> str:
-        from shared.migrate import upgrade
-
-        if os.environ.get("TEST_DATABASE", "sqlite") == "postgres":
-            url, drop = create_postgres_database()
+        url, drop = migrated_database(self.data_dir)
+        if drop:
             self._cleanups.append(drop)
-        else:
-            url = f"sqlite:///{self.data_dir / 'hstack.db'}"
-        upgrade(url)
         return url
 
     def _make_redis(self) -> str:
