@@ -1,11 +1,11 @@
 """`make test`: the whole suite on SQLite and again on the real Postgres server, both passes at once.
 
-The Postgres pass deselects `sqlite_only` and `once` tests (see tests/conftest.py). The passes run side by side
-(most of a pass is waiting on processes, sockets and the scripted model, not CPU); each one's output goes to a
-file and is printed whole when it ends, with its summary line. They share nothing: separate databases, data
-dirs, Redis key prefixes and Redis dbs (13/14 for SQLite, 11/12 for Postgres), free ports.
-TEST_PASSES=serial runs them one after the other, streaming the output as before.
-"""
+The Postgres pass deselects `sqlite_only` and `once` tests (see tests/conftest.py) and fuzzes the api with
+fewer random examples (HSTACK_FUZZ_MAX_EXAMPLES=10; schemathesis' examples and coverage phases run whole).
+The passes run side by side (most of a pass waits on processes, sockets and the scripted model, not CPU);
+each one's output goes to a file and is printed whole when it ends, with its summary line. They share
+nothing: separate databases, data dirs, Redis key prefixes and Redis dbs (13/14 for SQLite, 11/12 for
+Postgres), free ports. TEST_PASSES=serial runs them one after the other, streaming the output as before."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ class Pass:
 def passes(args: list[str], with_postgres: bool) -> list[Pass]:
     chosen = [Pass("SQLite", {**os.environ, "TEST_DATABASE": "sqlite"}, args)]
     if with_postgres:
-        env = {**os.environ, "TEST_DATABASE": "postgres", "HSTACK_TEST_REDIS_DB": "11", "HSTACK_E2E_REDIS_DB": "12"}
+        env = {**os.environ, "TEST_DATABASE": "postgres", "HSTACK_TEST_REDIS_DB": "11", "HSTACK_E2E_REDIS_DB": "12",
+               "HSTACK_FUZZ_MAX_EXAMPLES": os.environ.get("HSTACK_FUZZ_MAX_EXAMPLES", "10")}
         chosen.append(Pass("Postgres", env, [*args, "-m", POSTGRES_MARKERS]))
     return chosen
 

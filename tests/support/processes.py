@@ -35,6 +35,10 @@ class Proc:
 
     def stop(self, timeout: float = 10) -> int | None:
         self.signal(signal.SIGTERM)
+        return self.wait_stopped(timeout)
+
+    def wait_stopped(self, timeout: float = 10) -> int | None:
+        """Wait for an exit already asked for; SIGKILL after `timeout`."""
         try:
             return self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -190,8 +194,11 @@ class Stack:
         self.stop()
 
     def stop(self) -> None:
+        """SIGTERM every process at once, then wait for each: their graceful shutdowns overlap."""
         for proc in reversed(self.procs):
-            proc.stop()
+            proc.signal(signal.SIGTERM)
+        for proc in reversed(self.procs):
+            proc.wait_stopped()
         for fn in reversed(self._cleanups):
             try:
                 fn()
