@@ -130,6 +130,8 @@ class Settings(BaseSettings):
     telegram_bot_token: SecretStr | None = Field(None, alias="TELEGRAM_BOT_TOKEN")
     telegram_api_url: str = Field("https://api.telegram.org", alias="TELEGRAM_API_URL")
     telegram_allowed_users: str = Field("", alias="TELEGRAM_ALLOWED_USERS")
+    outbox_backoff_base_seconds: float = Field(1.0, gt=0, alias="OUTBOX_BACKOFF_BASE_SECONDS")
+    outbox_backoff_max_seconds: float = Field(60.0, gt=0, alias="OUTBOX_BACKOFF_MAX_SECONDS")
 
     @field_validator("approval_mode")
     @classmethod

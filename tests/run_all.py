@@ -1,4 +1,11 @@
-"""`make test`: the whole suite on SQLite, then again on the real Postgres server."""
+"""`make test`: the whole suite on SQLite and again on the real Postgres server, both passes at once.
+
+The Postgres pass deselects `sqlite_only` and `once` tests (see tests/conftest.py) and fuzzes the api with
+fewer random examples (HSTACK_FUZZ_MAX_EXAMPLES=10; schemathesis' examples and coverage phases run whole).
+The passes run side by side (most of a pass waits on processes, sockets and the scripted model, not CPU);
+each one's output goes to a file and is printed whole when it ends, with its summary line. They share
+nothing: separate databases, data dirs, Redis key prefixes and Redis dbs (13/14 for SQLite, 11/12 for
+Postgres), free ports. TEST_PASSES=serial runs them one after the other, streaming the output as before."""
 
 from __future__ import annotations
 
@@ -6,6 +13,11 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+POSTGRES_MARKERS = "not sqlite_only and not once"
 
 
 def postgres_reachable(host: str = "127.0.0.1", port: int = 5432) -> bool:
@@ -16,20 +28,75 @@ def postgres_reachable(host: str = "127.0.0.1", port: int = 5432) -> bool:
         return False
 
 
-def run(label: str, env: dict[str, str], args: list[str]) -> int:
-    print(f"\n=== test suite on {label} ===", flush=True)
-    return subprocess.call([sys.executable, "-m", "pytest", *args], env=env)
+@dataclass
+class Pass:
+    label: str
+    env: dict[str, str]
+    args: list[str]
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "pytest", *self.args]
+
+
+def passes(args: list[str], with_postgres: bool) -> list[Pass]:
+    chosen = [Pass("SQLite", {**os.environ, "TEST_DATABASE": "sqlite"}, args)]
+    if with_postgres:
+        env = {**os.environ, "TEST_DATABASE": "postgres", "HSTACK_TEST_REDIS_DB": "11", "HSTACK_E2E_REDIS_DB": "12",
+               "HSTACK_FUZZ_MAX_EXAMPLES": os.environ.get("HSTACK_FUZZ_MAX_EXAMPLES", "10")}
+        chosen.append(Pass("Postgres", env, [*args, "-m", POSTGRES_MARKERS]))
+    return chosen
+
+
+def run_serially(chosen: list[Pass]) -> int:
+    code = 0
+    for p in chosen:
+        print(f"\n=== test suite on {p.label} ===", flush=True)
+        code = subprocess.call(p.command(), env=p.env) or code
+    return code
+
+
+def run_concurrently(chosen: list[Pass]) -> int:
+    """Start every pass, then print each one's whole output as it finishes (first finished, first printed)."""
+    print(f"=== test suite on {' and '.join(p.label for p in chosen)}, at once (TEST_PASSES=serial to run "
+          "them one by one) ===", flush=True)
+    running = []
+    for p in chosen:
+        out = tempfile.TemporaryFile(mode="w+b")
+        running.append((p, subprocess.Popen(p.command(), env=p.env, stdout=out, stderr=subprocess.STDOUT), out,
+                        time.monotonic()))
+    code = 0
+    while running:
+        for item in list(running):
+            p, proc, out, started = item
+            if proc.poll() is None:
+                continue
+            running.remove(item)
+            out.seek(0)
+            print(f"\n=== test suite on {p.label} (exit {proc.returncode}, {time.monotonic() - started:.0f} s) ===",
+                  flush=True)
+            sys.stdout.buffer.write(out.read())
+            sys.stdout.flush()
+            out.close()
+            code = proc.returncode or code
+        time.sleep(0.2)
+    return code
 
 
 def main() -> int:
     args = sys.argv[1:]
-    code = run("SQLite", {**os.environ, "TEST_DATABASE": "sqlite"}, args)
-    if postgres_reachable():
-        code = run("Postgres", {**os.environ, "TEST_DATABASE": "postgres"}, [*args, "-m", "not sqlite_only"]) or code
-    elif os.environ.get("CI"):
+    with_postgres = postgres_reachable()
+    chosen = passes(args, with_postgres)
+    try:
+        if os.environ.get("TEST_PASSES", "concurrent") == "serial" or len(chosen) == 1:
+            code = run_serially(chosen)
+        else:
+            code = run_concurrently(chosen)
+    except KeyboardInterrupt:
+        return 130
+    if not with_postgres and os.environ.get("CI"):
         print("Postgres is not reachable at 127.0.0.1:5432 and CI=true: failing.", flush=True)
         code = code or 1
-    else:
+    elif not with_postgres:
         print("SKIPPED the Postgres pass: nothing listens on 127.0.0.1:5432.", flush=True)
     return code
 

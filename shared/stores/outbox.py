@@ -56,9 +56,11 @@ def fill(db: Database, item_id: str, text: str) -> OutboxItem:
 
 
 def report(db: Database, item_id: str, ok: bool, error: str | None, retry_in: float | None,
-           give_up: bool = False) -> OutboxItem:
+           give_up: bool = False, *, backoff_base: float = BACKOFF_BASE_SECONDS,
+           backoff_max: float = BACKOFF_MAX_SECONDS) -> OutboxItem:
     """Record one attempt: sent, or retried after backoff (`retry_in` when the platform named one), or failed
-    for good after MAX_ATTEMPTS (at once with `give_up`)."""
+    for good after MAX_ATTEMPTS (at once with `give_up`). The backoff is base, 2x base, ... capped at max
+    (OUTBOX_BACKOFF_* settings: tests shorten it so a callback that is down a while costs them no wall time)."""
     now = utcnow()
     with db.write() as s:
         row = s.get(OutboxItem, item_id, with_for_update=True)
@@ -74,8 +76,7 @@ def report(db: Database, item_id: str, ok: bool, error: str | None, retry_in: fl
             if give_up or row.attempts >= MAX_ATTEMPTS:
                 row.status = "failed"
             else:
-                delay = retry_in if retry_in is not None else min(
-                    BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (row.attempts - 1))
+                delay = retry_in if retry_in is not None else min(backoff_max, backoff_base * 2 ** (row.attempts - 1))
                 row.next_attempt_at = now + timedelta(seconds=delay)
         s.add(row)
     return row

@@ -13,7 +13,7 @@ from tests.fakes.model import text, tool_call
 from tests.services.worker.gated import GUARDIAN_MARKER
 from tests.support.processes import Proc, Stack, wait_for_turn, wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
 
 DANGEROUS = "rm -r build-tmp"
 CALLS_FILE = "gated-calls.log"  # written by tests/e2e/gated_worker.py, which only worker processes import

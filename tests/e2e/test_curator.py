@@ -16,7 +16,7 @@ from shared.stores.skills import SkillStore
 from tests.support.processes import Stack
 from tests.support.waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
 
 SKILL = "---\nname: {0}\ndescription: The {0} procedure.\n---\n1. Do it.\n"
 

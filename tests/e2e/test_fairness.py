@@ -11,6 +11,7 @@ from sqlmodel import select
 
 from shared.db import get_database
 from shared.models.turns import Turn
+from tests.fakes.model import Reply, text
 from tests.support.processes import Stack, wait_for_turn
 
 pytestmark = pytest.mark.e2e
@@ -49,6 +50,13 @@ def test_a_users_backlog_does_not_delay_another_users_turn_and_never_passes_the_
     """Reproduction: every accepted turn went to one FIFO queue, so user A's 200 turns (200 sessions) filled
     the worker's threads and user B's single turn waited behind all of them; nothing capped A's running turns."""
     model.latency = 0.15
+    release = threading.Event()  # A's turns stay at the model until B's turn is done: no race with the clock
+
+    def held(body: dict) -> Reply:
+        release.wait(60)
+        return text("done")
+
+    model.on("backlog", *[held] * BACKLOG)
     stack = Stack(model_url=fake_model.base_url, env_overrides={"MAX_RUNNING_TURNS_PER_USER": str(CAP)})
     with stack:
         stack.start_api()
@@ -62,8 +70,11 @@ def test_a_users_backlog_does_not_delay_another_users_turn_and_never_passes_the_
             sid = quiet.post("/v1/sessions", json={}).json()["id"]
             single = quiet.post(f"/v1/sessions/{sid}/turns", json={"input": "just one"}).json()
 
-            assert wait_for_turn(quiet, single["id"], timeout=60)["status"] == "completed"
-            not_started = sum(noisy.get(f"/v1/turns/{t['id']}").json()["started_at"] is None for t in backlog)
+            try:
+                assert wait_for_turn(quiet, single["id"], timeout=60)["status"] == "completed"
+                not_started = sum(noisy.get(f"/v1/turns/{t['id']}").json()["started_at"] is None for t in backlog)
+            finally:
+                release.set()
             assert not_started >= BACKLOG // 2, f"B's turn waited behind A's backlog ({not_started} left)"
 
             finished = [wait_for_turn(noisy, t["id"], timeout=120) for t in backlog]

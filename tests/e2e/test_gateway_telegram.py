@@ -14,7 +14,7 @@ from tests.support.processes import Stack
 from tests.support.waiting import wait_until
 from services.cli.main import main as hstack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import hmac
 import io
 import json
 import signal
+import threading
 import time
 from contextlib import redirect_stdout
 
@@ -22,12 +23,14 @@ from tests.support.gateway import gateway_env, start_gateway
 from tests.support.processes import Stack
 from tests.support.waiting import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
 
 
 @pytest.fixture(scope="module")
 def stack(fake_model):
-    s = Stack(model_url=fake_model.base_url, env_overrides=gateway_env())
+    # a refused callback is retried after 0.05 s, 0.1 s, 0.2 s ... instead of 1 s, 2 s, 4 s ...
+    overrides = {**gateway_env(), "OUTBOX_BACKOFF_BASE_SECONDS": "0.05", "OUTBOX_BACKOFF_MAX_SECONDS": "0.2"}
+    s = Stack(model_url=fake_model.base_url, env_overrides=overrides)
     with s:
         s.start_api()
         s.start_worker()
@@ -98,17 +101,17 @@ def test_more_than_30_requests_a_minute_on_one_route_are_refused(stack):
     assert codes[:30] == [401] * 30 and codes[30] == 429
 
 
-def test_a_callback_down_for_10_seconds_still_gets_the_reply(stack, model):
+def test_a_callback_down_for_several_attempts_still_gets_the_reply(stack, model):
     model.on("water the plants", text("Watering started."))
     callback = CallbackServer()
     secret = create_route(stack, "garden", callback.url)
     answer = post(stack, "garden", secret, {"text": "water the plants"})
     assert answer.status_code == 202
     with stack.client() as admin:
-        wait_until(lambda: any(i["turn_id"] == answer.json()["turn_id"] and i["attempts"] >= 1
+        # the callback server stays down until two deliveries were refused: this is the scenario
+        wait_until(lambda: any(i["turn_id"] == answer.json()["turn_id"] and i["attempts"] >= 2
                                for i in admin.get("/v1/admin/outbox", params={"status": "pending"}).json()),
-                   timeout=30, what="a failed first attempt")
-    time.sleep(10)  # the callback server stays down for 10 s: this is the scenario, not a wait for work
+                   timeout=30, what="two failed attempts")
     callback.start()
     try:
         wait_until(lambda: callback.received, timeout=60, what="the redelivered reply")
@@ -127,7 +130,13 @@ def test_any_other_json_reaches_the_agent_as_a_fenced_payload(stack, model):
 
 
 def test_a_reply_to_a_turn_running_when_the_gateway_is_killed_reaches_the_callback_once(stack, model):
-    model.on("slow report", text("The slow report is ready.", latency=6.0))
+    release = threading.Event()  # the model answers once the gateway was killed and is back: no fixed latency
+
+    def answer_when_released(body: dict):
+        release.wait(60)
+        return text("The slow report is ready.")
+
+    model.on("slow report", answer_when_released)
     callback = CallbackServer().start()
     try:
         secret = create_route(stack, "slowpoke", callback.url)
@@ -139,6 +148,7 @@ def test_a_reply_to_a_turn_running_when_the_gateway_is_killed_reaches_the_callba
         stack.gateway.signal(signal.SIGKILL)
         stack.gateway.popen.wait(10)
         stack.gateway, stack.gateway_port = start_gateway(stack, port=stack.gateway_port)
+        release.set()
         wait_until(lambda: callback.received, timeout=60, what="the reply at the callback")
         with stack.client() as admin:
             wait_until(lambda: [i for i in admin.get("/v1/admin/outbox", params={"status": "sent"}).json()

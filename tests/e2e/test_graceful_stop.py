@@ -12,7 +12,7 @@ import pytest
 from tests.fakes.model import text, tool_call
 from tests.support.processes import Stack, wait_for_turn
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
 
 GRACE = 3
 SESSIONS = 4

@@ -13,7 +13,7 @@ from tests.fakes.model import text, tool_call
 from tests.fakes.replies import latest_user_text
 from tests.support.processes import Stack, wait_for_turn, wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
 
 MEMORY_REVIEW, SKILL_REVIEW = HEADERS[ReviewTrigger.memory], HEADERS[ReviewTrigger.skill]
 PREFERENCE = "User wants every answer in British English (they said: always)."

@@ -14,7 +14,7 @@ import pytest
 from shared.stores.memory import MemoryRequest, MemoryStore
 from shared.stores.memory_files import read_raw, render, split_entries
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
 
 ADDS_PER_PROCESS = 200
 THREADS_PER_PROCESS = 32

@@ -7,7 +7,7 @@ import pytest
 from tests.support.noisy import StreamHold, keys_for, queue_backlog, stream_one_turn
 from tests.support.processes import Stack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
 
 STREAMS = 300
 BACKLOG = 200

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TEST_REDIS_DB = 13
+# tests/run_all.py gives its concurrent Postgres pass other Redis dbs than the SQLite pass's 13 and 14.
+TEST_REDIS_DB = int(os.environ.get("HSTACK_TEST_REDIS_DB", "13"))
 
 
 def free_port() -> int:
@@ -63,31 +67,77 @@ def start_embedded_redis(data_dir: Path, port: int | None = None) -> tuple[str, 
     return f"redis://127.0.0.1:{port}/0", proc
 
 
-def create_postgres_database() -> tuple[str, callable]:
+POSTGRES_BASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def _postgres_base() -> str:
+    return os.environ.get("TEST_POSTGRES_URL", POSTGRES_BASE_URL)
+
+
+def _sqlalchemy_url(name: str) -> str:
+    return _postgres_base().rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://") + f"/{name}"
+
+
+def create_postgres_database(template: str | None = None) -> tuple[str, callable]:
+    """A new, empty database (or a copy of `template`) on the test server; returns its URL and a drop()."""
     import psycopg
 
-    base = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    base = _postgres_base()
     name = f"hstack_test_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
 
     def drop() -> None:
         with psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
-    url = base.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://") + f"/{name}"
-    return url, drop
+    return _sqlalchemy_url(name), drop
+
+
+_template_lock = threading.Lock()
+_templates: dict[str, str] = {}
+
+
+def _migrated_template(backend: str) -> str:
+    """Migrate once per test process: a Postgres database name, or a SQLite file, that copies start from."""
+    from shared.migrate import upgrade
+
+    with _template_lock:
+        if backend not in _templates:
+            if backend == "postgres":
+                url, drop = create_postgres_database()
+                atexit.register(drop)
+                upgrade(url)  # alembic disposes its engine: no session stays on the template
+                _templates[backend] = url.rsplit("/", 1)[1]
+            else:
+                folder = Path(tempfile.mkdtemp(prefix="hstack-template-"))
+                atexit.register(shutil.rmtree, folder, True)
+                path = folder / "hstack.db"
+                upgrade(f"sqlite:///{path}")
+                with sqlite3.connect(path) as conn:  # everything in the main file, so one file copy is whole
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                _templates[backend] = str(path)
+        return _templates[backend]
+
+
+def migrated_database(data_dir: Path) -> tuple[str, callable | None]:
+    """A fresh database at the migrations' head for TEST_DATABASE's backend, copied from a template migrated
+    once per process (CREATE DATABASE ... TEMPLATE on Postgres, a file copy into `data_dir` on SQLite) instead
+    of running every migration again; returns its URL and a drop() (None on SQLite: it lives in data_dir)."""
+    if os.environ.get("TEST_DATABASE", "sqlite") == "postgres":
+        return create_postgres_database(template=_migrated_template("postgres"))
+    path = data_dir / "hstack.db"
+    shutil.copyfile(_migrated_template("sqlite"), path)
+    return f"sqlite:///{path}", None
 
 
 def prepare() -> TestEnv:
-    """Pick backends, migrate a fresh database and export the environment every service reads."""
+    """Pick backends, make a fresh migrated database and export the environment every service reads."""
     data_dir = Path(tempfile.mkdtemp(prefix="hstack-test-"))
     cleanups: list = [lambda: shutil.rmtree(data_dir, ignore_errors=True)]
-    if os.environ.get("TEST_DATABASE", "sqlite") == "postgres":
-        database_url, drop = create_postgres_database()
+    database_url, drop = migrated_database(data_dir)
+    if drop:
         cleanups.append(drop)
-    else:
-        database_url = f"sqlite:///{data_dir / 'hstack.db'}"
     if reachable("127.0.0.1", 6379):
         redis_url = f"redis://127.0.0.1:6379/{TEST_REDIS_DB}"
     else:
@@ -114,7 +164,4 @@ def prepare() -> TestEnv:
         RATE_LIMIT_PER_MINUTE="1000000",
         TURN_RATE_LIMIT_PER_MINUTE="1000000",
     )
-    from shared.migrate import upgrade
-
-    upgrade(database_url)
     return TestEnv(data_dir, database_url, redis_url, model_port, cleanups)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.env import create_postgres_database, free_port, reachable, start_embedded_redis
+from tests.support.env import free_port, migrated_database, reachable, start_embedded_redis
 from tests.support.waiting import wait_until
 
-E2E_REDIS_DB = 14
+E2E_REDIS_DB = int(os.environ.get("HSTACK_E2E_REDIS_DB", "14"))
 
 
 @dataclass
@@ -35,6 +35,10 @@ class Proc:
 
     def stop(self, timeout: float = 10) -> int | None:
         self.signal(signal.SIGTERM)
+        return self.wait_stopped(timeout)
+
+    def wait_stopped(self, timeout: float = 10) -> int | None:
+        """Wait for an exit already asked for; SIGKILL after `timeout`."""
         try:
             return self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -81,14 +85,9 @@ class Stack:
         }
 
     def _make_database(self) -> str:
-        from shared.migrate import upgrade
-
-        if os.environ.get("TEST_DATABASE", "sqlite") == "postgres":
-            url, drop = create_postgres_database()
+        url, drop = migrated_database(self.data_dir)
+        if drop:
             self._cleanups.append(drop)
-        else:
-            url = f"sqlite:///{self.data_dir / 'hstack.db'}"
-        upgrade(url)
         return url
 
     def _make_redis(self) -> str:
@@ -195,8 +194,11 @@ class Stack:
         self.stop()
 
     def stop(self) -> None:
+        """SIGTERM every process at once, then wait for each: their graceful shutdowns overlap."""
         for proc in reversed(self.procs):
-            proc.stop()
+            proc.signal(signal.SIGTERM)
+        for proc in reversed(self.procs):
+            proc.wait_stopped()
         for fn in reversed(self._cleanups):
             try:
                 fn()

@@ -90,7 +90,10 @@ def fill_reply(item_id: str, body: OutboxFill, db: DbDep, _gateway: GatewayKey) 
 
 
 @router.post("/outbox/{item_id}", response_model=OutboxPublic, responses=error_responses(404))
-def report_reply(item_id: str, body: OutboxResult, db: DbDep, _gateway: GatewayKey) -> OutboxPublic:
+def report_reply(item_id: str, body: OutboxResult, db: DbDep, settings: SettingsDep,
+                 _gateway: GatewayKey) -> OutboxPublic:
     """One delivery attempt's result: sent, or retried later, or failed for good."""
-    row = outbox.report(db, item_id, body.ok, body.error, body.retry_in_seconds, body.give_up)
+    row = outbox.report(db, item_id, body.ok, body.error, body.retry_in_seconds, body.give_up,
+                        backoff_base=settings.outbox_backoff_base_seconds,
+                        backoff_max=settings.outbox_backoff_max_seconds)
     return OutboxPublic.model_validate(row, from_attributes=True)

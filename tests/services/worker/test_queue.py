@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 from shared.queue.app import enqueue
 from shared.queue.names import RUN_TURN
 from shared.queue.payloads import RunTurn
 from services.worker import tasks
-from tests.fakes.model import text
+from tests.fakes.model import Reply, text
 from tests.services.worker.helpers import post_turn, wait_finished
 from tests.support.factories import make_session
 from tests.support.worker import inprocess_worker
-
-LATENCY = 0.3
 
 
 def marker() -> str:
@@ -38,22 +37,39 @@ def test_turns_of_one_session_run_one_at_a_time_in_order(db, user, model):
     assert asked == [f"{tag} question {n}" for n in range(5)]
 
 
+class Rendezvous:
+    """A scripted reply that answers "together" once `parties` calls were at the model at the same time: a call
+    waits (bounded) for the others, so turns run one at a time would make the first answer "alone"."""
+
+    def __init__(self, parties: int, timeout: float = 10.0) -> None:
+        self.parties, self.timeout = parties, timeout
+        self._arrived = threading.Condition()
+        self._count = 0
+
+    def __call__(self, body: dict) -> Reply:
+        with self._arrived:
+            self._count += 1
+            self._arrived.notify_all()
+            met = self._arrived.wait_for(lambda: self._count >= self.parties, self.timeout)
+        return text("together" if met else "alone")
+
+
 def test_turns_of_different_sessions_run_in_parallel(db, user, model):
     tags = [marker() for _ in range(5)]
+    meet = Rendezvous(parties=2)
     posted = []
     for tag in tags:
-        model.on(tag, text("done", latency=LATENCY))
+        model.on(tag, meet)
         chat = make_session(db, user.id)
         posted.append(post_turn(db, user.id, chat.id, f"{tag} go"))
 
     with inprocess_worker():
         for turn in posted:
             enqueue(RUN_TURN, RunTurn(turn_id=turn.id, session_id=turn.session_id))
-        assert all(wait_finished(db, t.id, timeout=20).status == "completed" for t in posted)
+        done = [wait_finished(db, t.id, timeout=30) for t in posted]
 
-    arrivals = sorted(r.at for r in model.requests if any(tag in str(r.body) for tag in tags))
-    assert len(arrivals) == 5
-    assert arrivals[1] < arrivals[0] + LATENCY  # the 2nd call came in while the 1st was still being answered
+    assert [(t.status, t.output) for t in done] == [("completed", "together")] * 5
+    assert model.max_in_flight >= 2, "two turns were being answered at the same time"
 
 
 def test_a_malformed_payload_is_dropped_not_retried():
