@@ -223,7 +223,7 @@ def _messages(s: Session, ids: list[int], scope: Scope) -> dict[int, Message]:
         return {}
     query = (select(Message.id, Message.session_id, Message.role, Message.content, Message.created_at,
                     ChatSession.user_id).join(ChatSession, ChatSession.id == Message.session_id))
-    rows = s.execute(query.where(Message.id.in_(ids))).all()
+    rows = s.connection().execute(query.where(Message.id.in_(ids))).all()
     return {
         m.id: m for m in rows
         if m.user_id == scope.user_id and m.role in scope.roles

@@ -84,20 +84,22 @@ def _bulk_function() -> str:
     """Index the given new messages (appended after their sessions' existing ones) in one statement.
 
     The document is the same as the trigger's: setweight(body, A) || setweight(prev, B) ||
-    setweight(prev2, C), the two previous indexed messages possibly stored before this batch.
+    setweight(prev2, C), the two previous indexed messages possibly stored before this batch. The
+    ORDER BY names session_id so the planner walks ix_messages_session_id_id, not the primary key
+    backwards past every other session's messages (quadratic in the history on an import).
     """
     return f"""
         CREATE OR REPLACE FUNCTION hstack_index_messages(ids integer[]) RETURNS void LANGUAGE sql AS $$
         WITH fresh AS (
-            SELECT m.id, m.session_id, m.content FROM messages AS m
-            WHERE m.id = ANY(ids) AND {INDEXED.format(r='m')}),
+            SELECT m.id, m.session_id, m.content FROM unnest(ids) AS i (id) JOIN messages AS m ON m.id = i.id
+            WHERE {INDEXED.format(r='m')}),
         firsts AS (SELECT session_id, min(id) AS first_id FROM fresh GROUP BY session_id),
         earlier AS (
             SELECT b.id, b.session_id, b.content FROM firsts AS f
             CROSS JOIN LATERAL (SELECT m.id, m.session_id, m.content FROM messages AS m
                                 WHERE m.session_id = f.session_id AND m.id < f.first_id
                                   AND {INDEXED.format(r='m')}
-                                ORDER BY m.id DESC LIMIT 2) AS b),
+                                ORDER BY m.session_id DESC, m.id DESC LIMIT 2) AS b),
         vectors AS (
             SELECT id, session_id, to_tsvector('english', hstack_search_text(content)) AS v
             FROM (SELECT * FROM fresh UNION ALL SELECT * FROM earlier) AS every),
