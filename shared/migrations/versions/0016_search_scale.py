@@ -85,8 +85,9 @@ def _bulk_function() -> str:
 
     The document is the same as the trigger's: setweight(body, A) || setweight(prev, B) ||
     setweight(prev2, C), the two previous indexed messages possibly stored before this batch. The
-    ORDER BY names session_id so the planner walks ix_messages_session_id_id, not the primary key
-    backwards past every other session's messages (quadratic in the history on an import).
+    row comparison (session_id, id) < (...) can only be served by ix_messages_session_id_id, so the
+    planner cannot walk the primary key backwards past every other session's messages instead
+    (quadratic in the history on an import: it did, with `m.id < first_id`).
     """
     return f"""
         CREATE OR REPLACE FUNCTION hstack_index_messages(ids integer[]) RETURNS void LANGUAGE sql AS $$
@@ -97,7 +98,8 @@ def _bulk_function() -> str:
         earlier AS (
             SELECT b.id, b.session_id, b.content FROM firsts AS f
             CROSS JOIN LATERAL (SELECT m.id, m.session_id, m.content FROM messages AS m
-                                WHERE m.session_id = f.session_id AND m.id < f.first_id
+                                WHERE m.session_id = f.session_id
+                                  AND (m.session_id, m.id) < (f.session_id, f.first_id)
                                   AND {INDEXED.format(r='m')}
                                 ORDER BY m.session_id DESC, m.id DESC LIMIT 2) AS b),
         vectors AS (
