@@ -6,7 +6,7 @@ import hashlib
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, and_, func, literal, or_, text, update
+from sqlalchemy import BigInteger, and_, func, literal, or_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
@@ -148,24 +148,11 @@ def bulk_insert_messages(db: Database, rows: list[dict[str, Any]], *, batch: int
     for start in range(0, len(rows), batch):
         chunk = [{"created_at": now, **row} for row in rows[start:start + batch]]
         with db.write() as s:
-            if db.is_sqlite:
-                s.execute(Message.__table__.insert(), chunk)
-            else:
-                _insert_indexed(s, chunk)
+            s.execute(Message.__table__.insert(), chunk)
             touched = {row["session_id"] for row in chunk}
             s.execute(update(ChatSession).where(ChatSession.id.in_(touched)).values(updated_at=now))
         stored += len(chunk)
     return stored
-
-
-def _insert_indexed(s: Session, chunk: list[dict[str, Any]]) -> None:
-    """Postgres: insert the rows with the per-row search trigger off for this transaction, then index
-    them all in one statement (migration 0016's hstack_index_messages: each text tokenised once)."""
-    s.execute(text("SET LOCAL hstack.search_bulk = 'on'"))
-    table = Message.__table__
-    ids = list(s.execute(table.insert().returning(table.c.id), chunk).scalars())
-    s.execute(text("SET LOCAL hstack.search_bulk = 'off'"))
-    s.execute(text("SELECT hstack_index_messages(CAST(:ids AS integer[]))"), {"ids": ids})
 
 
 def turn_messages(db: Database, turn_id: str) -> list[Message]:
