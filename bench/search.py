@@ -1,13 +1,16 @@
-"""Search at scale: bulk ingest rate, then search latency p50/p95 by query kind.
+"""Search at scale: bulk ingest rate, then search latency p50/p95 by query kind, as the history grows.
 
-    python -m bench.search [--messages 1000000] [--postgres] [--queries 200]
+    python -m bench.search [--sizes 10000,100000,1000000] [--databases sqlite,postgres] [--queries 100]
+    python -m bench.search --messages 100000 --postgres        # one size, one database
 
 Synthetic chat: words drawn from a Zipf-distributed vocabulary (so a few words are everywhere and
 most are rare, as in real text), sessions of 100 messages. One "heavy" user owns 90% of the
-messages (the worst case for one user's search) and nine light users share the rest. Ingest goes
-through `sessions.bulk_insert_messages`, with the search index triggers running on every row.
-Query kinds: single words, quoted phrases, natural questions, and words that match nothing.
-Prints figures and ratios to the targets; asserts nothing.
+messages (the worst case for one user's search) and nine light users share the rest. One database
+per backend grows through the sizes: each step bulk-stores the messages that take it to the next
+size through `sessions.bulk_insert_messages` (search index maintained on every row), then times
+every query kind for both users. Query kinds: single words, quoted phrases, natural questions,
+and words that match nothing. Prints a p50/p95 table per size and, for the largest size, every p95
+and the ingest rates as figures against their targets; asserts nothing.
 """
 
 from __future__ import annotations
@@ -18,19 +21,24 @@ import statistics
 import sys
 import time
 import uuid
+from dataclasses import dataclass, field
 
 from bench.locomo import database
+from bench.report import figure, summary
 from shared.stores import sessions, users
 from shared.stores.search import search_messages
 
-TARGET_P95_MS = 20.0
-TARGET_INGEST_PER_S = 5_000
-ANCHOR_INGEST_PER_S = 780
+TARGET_P95_MS = {"sqlite": 20.0, "postgres": 50.0}
+TARGET_INGEST_PER_S = {"sqlite": 9_000, "postgres": 5_000}
+DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 VOCABULARY = 30_000
 SESSION_MESSAGES = 100
+SAMPLE_RATE = 0.001  # share of messages kept as sources of phrase queries
 SYLLABLES = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
 QUESTION_FRAMES = ["When did we talk about {} and {}?", "What did I say about the {} {}?",
                    "Do you remember the {} with the {}?", "How did the {} go after the {}?"]
+KINDS = ("single word", "phrase", "question", "no hit")
+WHO = ("heavy", "light")
 
 
 def vocabulary(rng: random.Random, n: int) -> list[str]:
@@ -42,7 +50,7 @@ def vocabulary(rng: random.Random, n: int) -> list[str]:
 
 
 class Corpus:
-    """Random messages with Zipf word frequencies."""
+    """Random messages with Zipf word frequencies; the same seed gives the same messages."""
 
     def __init__(self, seed: int = 7) -> None:
         self.rng = random.Random(seed)
@@ -63,22 +71,40 @@ def _accumulate(values):
         yield total
 
 
-def ingest(db, corpus: Corpus, total: int) -> tuple[str, str, float, list[str]]:
-    """Bulk-store `total` messages; returns the heavy and a light user's ids, the rate, sample texts."""
+@dataclass
+class History:
+    """One database's users and what has been stored so far."""
+
+    heavy: str
+    light: list[str]
+    stored: int = 0
+    sessions: int = 0
+    samples: list[str] = field(default_factory=list)
+
+    def owner(self, n: int) -> str:
+        return self.heavy if n % 10 < 9 else self.light[(n // 10) % len(self.light)]
+
+
+def new_history(db) -> History:
     heavy = users.create_user(db, f"heavy-{uuid.uuid4().hex[:6]}").id
-    light = [users.create_user(db, f"light-{i}-{uuid.uuid4().hex[:6]}").id for i in range(9)]
-    owners = [heavy] * 9 + light
-    rows, samples = [], []
-    for n in range(total // SESSION_MESSAGES):
-        chat = sessions.create_session(db, owners[n % len(owners)])
+    return History(heavy, [users.create_user(db, f"light-{i}-{uuid.uuid4().hex[:6]}").id for i in range(9)])
+
+
+def grow(db, corpus: Corpus, history: History, total: int) -> float:
+    """Bulk-store messages until the history holds `total`; returns the ingest rate (messages/s)."""
+    rows = []
+    while history.stored + len(rows) < total:
+        chat = sessions.create_session(db, history.owner(history.sessions))
+        history.sessions += 1
         for i in range(SESSION_MESSAGES):
             text = corpus.message()
             rows.append({"session_id": chat.id, "role": "user" if i % 2 == 0 else "assistant", "content": text})
-            if corpus.rng.random() < 0.001:
-                samples.append(text)
+            if corpus.rng.random() < SAMPLE_RATE:
+                history.samples.append(text)
     start = time.perf_counter()
     sessions.bulk_insert_messages(db, rows)
-    return heavy, light[0], len(rows) / (time.perf_counter() - start), samples
+    history.stored += len(rows)
+    return len(rows) / (time.perf_counter() - start)
 
 
 def queries(corpus: Corpus, samples: list[str], n: int) -> dict[str, list[str]]:
@@ -117,29 +143,77 @@ def measure(db, user_id: str, kinds: dict[str, list[str]]) -> dict[str, tuple[fl
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=1_000_000)
-    parser.add_argument("--queries", type=int, default=200, help="queries per kind")
-    parser.add_argument("--postgres", action="store_true", help="run on the local Postgres server")
-    args = parser.parse_args(argv)
+def run(backend: str, sizes: list[int], n_queries: int) -> list[tuple[int, float, dict]]:
+    """Grow one database through `sizes`; per size: the ingest rate of that step and the timings."""
     corpus = Corpus()
-    db, close = database(args.postgres)
+    db, close = database(backend == "postgres")
+    rows = []
     try:
-        heavy, light, rate, samples = ingest(db, corpus, args.messages)
-        kinds = queries(corpus, samples, args.queries)
-        results = {"heavy user (90%)": measure(db, heavy, kinds), "light user (1%)": measure(db, light, kinds)}
+        history = new_history(db)
+        for size in sizes:
+            rate = grow(db, corpus, history, size)
+            kinds = queries(corpus, history.samples, n_queries)
+            timings = {who: measure(db, uid, kinds) for who, uid in (("heavy", history.heavy),
+                                                                      ("light", history.light[0]))}
+            rows.append((history.stored, rate, timings))
+            print_size(backend, history.stored, rate, timings)
     finally:
         close()
-    backend = "Postgres" if args.postgres else "SQLite"
-    print(f"Search bench on {backend}: {args.messages:,} messages, {args.queries} queries per kind")
-    print(f"bulk ingest: {rate:,.0f} messages/s (target {TARGET_INGEST_PER_S:,}: ratio {rate / TARGET_INGEST_PER_S:.2f}; "
-          f"anchor ~{ANCHOR_INGEST_PER_S}/s: {rate / ANCHOR_INGEST_PER_S:.1f}x)")
-    for who, figures in results.items():
-        print(who)
-        for kind, (p50, p95, hits) in figures.items():
-            print(f"  {kind:<12} p50 {p50:7.2f} ms  p95 {p95:7.2f} ms  (target p95 {TARGET_P95_MS:.0f} ms: "
-                  f"ratio {p95 / TARGET_P95_MS:.2f})  mean hits {hits:.1f}")
+    return rows
+
+
+def print_size(backend: str, size: int, rate: float, timings: dict) -> None:
+    print(f"{backend} {size:>9,} messages: ingest {rate:,.0f}/s", flush=True)
+    for who in WHO:
+        cells = "  ".join(f"{kind} {timings[who][kind][0]:.1f}/{timings[who][kind][1]:.1f}" for kind in KINDS)
+        print(f"    {who:<5} p50/p95 ms: {cells}  (mean hits "
+              f"{', '.join(f'{timings[who][k][2]:.0f}' for k in KINDS)})", flush=True)
+
+
+def table(backend: str, rows: list[tuple[int, float, dict]]) -> None:
+    """p50/p95 per size, user and kind, so growth with the history is visible at a glance."""
+    print(f"\n{backend}: p50 / p95 ms by size (heavy user 90% of messages, light user 1%)")
+    header = f"  {'messages':>9}  {'ingest/s':>8}  " + "  ".join(f"{w + ' ' + k:>20}" for w in WHO for k in KINDS)
+    print(header)
+    for size, rate, timings in rows:
+        cells = "  ".join(f"{timings[w][k][0]:>9.1f} /{timings[w][k][1]:>8.1f}" for w in WHO for k in KINDS)
+        print(f"  {size:>9,}  {rate:>8,.0f}  {cells}")
+
+
+def figures(backend: str, rows: list[tuple[int, float, dict]]) -> None:
+    """The largest size's p95 per user and kind, and the ingest rate of its step, against the targets."""
+    size, rate, timings = rows[-1]
+    name = "SQLite" if backend == "sqlite" else "Postgres"
+    for who in WHO:
+        for kind in KINDS:
+            figure(f"search p95 {name} {size:,} msgs, {who} user, {kind}", timings[who][kind][1], "ms",
+                   target=TARGET_P95_MS[backend], better="lower")
+    figure(f"bulk ingest {name} (step to {size:,} msgs)", rate, "msg/s", target=TARGET_INGEST_PER_S[backend],
+           better="higher", digits=0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(str(s) for s in DEFAULT_SIZES),
+                        help="comma-separated history sizes the database grows through")
+    parser.add_argument("--messages", type=int, help="one size only (instead of --sizes)")
+    parser.add_argument("--databases", default="sqlite,postgres", help="sqlite, postgres or both")
+    parser.add_argument("--postgres", action="store_true", help="Postgres only (same as --databases postgres)")
+    parser.add_argument("--queries", type=int, default=100, help="queries per kind")
+    args = parser.parse_args(argv)
+    sizes = [args.messages] if args.messages else sorted(int(s) for s in args.sizes.split(","))
+    backends = ["postgres"] if args.postgres else [b.strip() for b in args.databases.split(",") if b.strip()]
+    results = {}
+    for backend in backends:
+        started = time.perf_counter()
+        results[backend] = run(backend, sizes, args.queries)
+        print(f"{backend}: {time.perf_counter() - started:,.0f} s for the whole run", flush=True)
+    for backend, rows in results.items():
+        table(backend, rows)
+    print()
+    for backend, rows in results.items():
+        figures(backend, rows)
+    summary("search at scale")
     return 0
 
 

@@ -1,7 +1,12 @@
 """Postgres backend of message search: a tsvector per message (GIN), BM25 computed in SQL.
 
-The matches are found through the GIN index first (a materialized CTE), then scoped to the user:
-left to itself the planner may walk a heavy user's every message and test each document.
+Ranking finds the matches through the GIN index first (a materialized CTE; the caller's budget
+keeps them to a few thousand), then keeps the user's by the owner stored beside each document
+(migration 0016): left to itself the planner may walk a heavy user's every message instead.
+Listing the newest matches of a common term walks the user's index entries newest first and tests
+each document, stopping at the limit: a bitmap over every match of a word found in half the
+history would cost time in proportion to the whole database. The walk is bounded; a rarer term
+(or one this user seldom uses) is found through the GIN index.
 
 The document holds the message (weight A) and the two messages before it (B, C); BM25 counts an
 occurrence as 1, 0.5 or 0.2 by weight, the way FTS5's column weights do on SQLite.
@@ -24,15 +29,14 @@ SYNTAX_ERROR = "42601"
 K1, B = 1.2, 0.75
 SMALL_TABLE = 10_000  # below this many rows the planner's estimate may be stale: count them
 BUDGET = 3000  # matching documents ranked per query at most (see search_budget)
+WALK = 20_000  # a user's newest documents tested one by one, at most, when listing a common term's matches
 
 _RANK = f"""
 WITH matched AS MATERIALIZED (
-    SELECT message_id, prev_id, prev2_id, doc_len, document FROM message_search
-    WHERE document @@ to_tsquery('english', :match)),
+    SELECT message_id FROM message_search WHERE document @@ to_tsquery('english', :match)),
 hits AS MATERIALIZED (
     SELECT ms.message_id, ms.prev_id, ms.prev2_id, ms.doc_len, ms.document
-    FROM matched AS ms
-    JOIN messages AS m ON m.id = ms.message_id JOIN sessions AS s ON s.id = m.session_id
+    FROM matched JOIN message_search AS ms USING (message_id) {{joins}}
     WHERE {{where}}),
 tf AS (
     SELECT h.message_id, d.lexeme,
@@ -55,13 +59,22 @@ LIMIT :pool
 """
 
 _PREFIXES = "\n       OR EXISTS (SELECT 1 FROM unnest(CAST(:prefixes AS text[])) AS p WHERE starts_with(d.lexeme, p))"
-_NEWEST = """
+# Through the GIN index: every match in the database, then the user's newest.
+_NEWEST_MATCHED = """
 WITH matched AS MATERIALIZED (
-    SELECT message_id, prev_id, prev2_id FROM message_search WHERE document @@ to_tsquery('english', :match))
+    SELECT message_id FROM message_search WHERE document @@ to_tsquery('english', :match))
 SELECT ms.message_id, ms.prev_id, ms.prev2_id
-FROM matched AS ms JOIN messages AS m ON m.id = ms.message_id JOIN sessions AS s ON s.id = m.session_id
+FROM matched JOIN message_search AS ms USING (message_id) {joins}
 WHERE {where}
 ORDER BY ms.message_id DESC LIMIT :few
+"""
+# Through the (user_id, message_id) index, newest first: `IS TRUE` keeps the planner off the GIN index.
+_NEWEST_WALKED = """
+SELECT message_id, prev_id, prev2_id FROM (
+    SELECT ms.message_id, ms.prev_id, ms.prev2_id, ms.document FROM message_search AS ms {joins}
+    WHERE {where} ORDER BY ms.message_id DESC LIMIT :walk) AS recent
+WHERE (document @@ to_tsquery('english', :match)) IS TRUE
+ORDER BY message_id DESC LIMIT :few
 """
 
 
@@ -72,11 +85,11 @@ def is_query_error(exc: DBAPIError) -> bool:
 
 def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -> list[Candidate]:
     """The best `pool` messages by BM25, or `few` newest unranked, within the budget (see search_budget)."""
-    where, params = scope.where()
+    joins, where, params = scope.indexed()
     found = budgeted(parsed, Backend(
         count=lambda q: _count(s, tsquery_match(q)),
-        ranked=lambda q: _ranked(s, q, where, params, pool),
-        newest=lambda q, own: _newest(s, tsquery_match(q, body_only=own), where, params, few),
+        ranked=lambda q: _ranked(s, q, joins, where, params, pool),
+        newest=lambda q, own: _newest(s, tsquery_match(q, body_only=own), joins, where, params, few),
         budget=BUDGET,
     ))
     return list(found.values())
@@ -90,11 +103,11 @@ def _count(s: Session, match: str) -> int:
     ), {"match": match, "cap": BUDGET}).scalar()
 
 
-def _ranked(s: Session, parsed: ParsedQuery, where: str, params: dict, pool: int) -> dict[int, Candidate]:
+def _ranked(s: Session, parsed: ParsedQuery, joins: str, where: str, params: dict, pool: int) -> dict[int, Candidate]:
     lexemes, prefixes = _lexemes(s, parsed)
     if not lexemes and not prefixes:
         return {}
-    sql = _RANK.format(where=where, prefixes=_PREFIXES if prefixes else "")
+    sql = _RANK.format(joins=joins, where=where, prefixes=_PREFIXES if prefixes else "")
     rows = s.execute(text(sql), {
         **params, "match": tsquery_match(parsed), "lexemes": lexemes, "prefixes": prefixes,
         "total": _total(s), "pool": pool,
@@ -102,8 +115,16 @@ def _ranked(s: Session, parsed: ParsedQuery, where: str, params: dict, pool: int
     return {r[0]: Candidate(r[0], float(r[1]), r[2], r[3]) for r in rows}
 
 
-def _newest(s: Session, match: str, where: str, params: dict, few: int) -> dict[int, Candidate]:
-    rows = s.execute(text(_NEWEST.format(where=where)), {**params, "match": match, "few": few})
+def _newest(s: Session, match: str, joins: str, where: str, params: dict, few: int) -> dict[int, Candidate]:
+    """The user's `few` newest matches: by a bounded walk of their newest messages when the match is
+    common (at least BUDGET documents), else (or when the walk finds too few) through the GIN index."""
+    rows = []
+    if _count(s, match) >= BUDGET:
+        rows = s.execute(text(_NEWEST_WALKED.format(joins=joins, where=where)),
+                         {**params, "match": match, "few": few, "walk": WALK}).all()
+    if len(rows) < few:
+        rows = s.execute(text(_NEWEST_MATCHED.format(joins=joins, where=where)),
+                         {**params, "match": match, "few": few}).all()
     return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
 
 

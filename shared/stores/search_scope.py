@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+INDEXED_ROLES = ("user", "assistant")  # the roles the search index holds (migration 0003)
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -30,6 +32,19 @@ class Scope:
             params["scope_not_session"] = self.exclude_session_id
             clauses.append(f"{message}.session_id <> :scope_not_session")
         return " AND ".join(clauses), params
+
+    def indexed(self, index: str = "ms") -> tuple[str, str, dict]:
+        """Postgres: (joins, conditions, parameters) over `message_search AS ms`, which stores each
+        message's owner (migration 0016): messages is joined only when a role or session narrows."""
+        params: dict = {"scope_user": self.user_id}
+        clauses = [f"{index}.user_id = :scope_user"]
+        narrowed = (set(INDEXED_ROLES) - set(self.roles) or self.session_id is not None
+                    or self.exclude_session_id is not None)
+        if not narrowed:
+            return "", " AND ".join(clauses), params
+        where, more = self.where(session=index)
+        joins = f"JOIN messages AS m ON m.id = {index}.message_id"
+        return joins, where, {**params, **more}
 
 
 @dataclass(frozen=True)
