@@ -1,7 +1,7 @@
 """search at scale (Postgres): the owner on each indexed message
 
 Revision ID: 0016_search_scale
-Revises: 0014_hooks
+Revises: 0015_cache_usage
 Create Date: 2026-12-01
 
 `message_search.user_id` (with a btree on (user_id, message_id)) lets a search list one user's
@@ -14,7 +14,7 @@ SQLite is unchanged: FTS5 already walks a term's rows in rowid order.
 from alembic import op
 
 revision = "0016_search_scale"
-down_revision = "0014_hooks"
+down_revision = "0015_cache_usage"
 branch_labels = None
 depends_on = None
 
