@@ -109,7 +109,7 @@ def sign_in(page, key: str, admin_key: str | None = None) -> None:
     page.goto("/signin")
     page.get_by_label("API key", exact=True).fill(key)
     if admin_key is not None:
-        page.get_by_label("Admin key", exact=True).fill(admin_key)
+        page.get_by_label("Admin key").fill(admin_key)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(lambda url: "/signin" not in url)
 
