@@ -82,7 +82,8 @@ def _same_origin(request: Request) -> bool:
 
 async def console_form(request: Request) -> dict[str, str]:
     body = (await request.body()).decode("utf-8", errors="replace")
-    form = dict(parse_qsl(body, keep_blank_values=True))
+    # Browsers send every line break of a form as CRLF; the stores keep (and match) plain LF.
+    form = {name: value.replace("\r\n", "\n") for name, value in parse_qsl(body, keep_blank_values=True)}
     if not _same_origin(request) or not cookies.csrf_ok(request, form.pop(cookies.CSRF_FIELD, None)):
         raise ConsoleRefusal(403, "This form expired or did not come from this console. Reload the page and try again.")
     for name, value in form.items():
