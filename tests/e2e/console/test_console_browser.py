@@ -85,7 +85,7 @@ def test_send_a_message_and_see_the_answer_stream_in(page_for, person, model, sh
     shot(page, "chat-session")
 
 
-def test_approve_a_parked_command_from_the_page(page_for, person, model, console_stack):
+def test_approve_a_parked_command_from_the_page(page_for, person, model, console_stack, shot):
     key, _ = person
     model.on("clean the build", tool_call([("shell", {"command": DANGEROUS})]), text("build-tmp removed"))
     page = page_for(key)
@@ -97,6 +97,7 @@ def test_approve_a_parked_command_from_the_page(page_for, person, model, console
     assert not (console_stack.data_dir / CALLS_FILE).exists()  # parked: nothing ran yet
     for label in ("Approve", "Approve for session", "Deny"):
         assert question.get_by_role("button", name=label, exact=True).is_visible()
+    shot(page, "chat-approval")
     question.get_by_role("button", name="Approve", exact=True).click()
     page.get_by_role("status").filter(has_text="Approved once.").wait_for()
     page.locator("#live .live-text").filter(has_text="build-tmp removed").wait_for()
