@@ -16,8 +16,10 @@ import time
 
 import redis.asyncio as aioredis
 from starlette.datastructures import Headers
+from starlette.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from services.api.console.paths import is_console_path
 from services.api.console.secret import console_secret
 from services.api.console.session import key_of_cookie
 from services.api.errors import error_response
@@ -34,6 +36,8 @@ CONSOLE_TURN_PATH = re.compile(r"^/chat/(?:new|[^/]+/send)$")
 POOL_CONNECTIONS = 16
 REDIS_TIMEOUT_SECONDS = 0.5
 FAIL_OPEN_SECONDS = 5.0
+CONSOLE_429 = ('<!doctype html><html lang="en"><meta charset="utf-8"><title>Too many requests</title>'
+               '<h1>Too many requests</h1><p role="alert">Too many requests; retry in {wait} s.</p></html>')
 
 
 def creates_turn(method: str, path: str) -> bool:
@@ -78,8 +82,11 @@ class RateLimit:
         wait = await self._wait(scope)
         if wait:
             path = scope.get("path", "")
-            response = error_response(path, 429, "rate_limited", f"Too many requests; retry in {wait} s.",
-                                      headers={"Retry-After": str(wait)})
+            if is_console_path(path):  # a person reading a page, not a client parsing JSON
+                response = HTMLResponse(CONSOLE_429.format(wait=int(wait)), 429, headers={"Retry-After": str(wait)})
+            else:
+                response = error_response(path, 429, "rate_limited", f"Too many requests; retry in {wait} s.",
+                                          headers={"Retry-After": str(wait)})
             await response(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -101,5 +101,6 @@ def test_console_turns_count_against_the_signed_in_key_not_the_address(settings,
         assert sent.status_code == 303
         refused = http.post(f"/chat/{session.id}/send", data={"csrf_token": token, "message": "one too many"})
         assert_rate_limited(refused)
+        assert refused.headers["content-type"].startswith("text/html") and 'role="alert"' in refused.text
         http.cookies.clear()
         assert http.get("/signin").status_code == 200  # the address has its own bucket
