@@ -133,6 +133,9 @@ class Settings(BaseSettings):
     outbox_backoff_base_seconds: float = Field(1.0, gt=0, alias="OUTBOX_BACKOFF_BASE_SECONDS")
     outbox_backoff_max_seconds: float = Field(60.0, gt=0, alias="OUTBOX_BACKOFF_MAX_SECONDS")
 
+    console_secret: SecretStr | None = Field(None, alias="CONSOLE_SECRET")
+    console_session_hours: float = Field(12.0, gt=0, le=24 * 90, alias="CONSOLE_SESSION_HOURS")
+
     @field_validator("approval_mode")
     @classmethod
     def _known_mode(cls, value: str) -> str:
@@ -188,7 +191,7 @@ class Settings(BaseSettings):
         """Values the log redactor must never print."""
         out = []
         for value in (self.admin_api_key, self.llm_api_key, self.metrics_token, self.gateway_api_key,
-                      self.telegram_bot_token):
+                      self.telegram_bot_token, self.console_secret):
             if value is not None and len(value.get_secret_value()) >= 6:
                 out.append(value.get_secret_value())
         return out

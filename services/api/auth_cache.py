@@ -19,8 +19,10 @@ from contextlib import suppress
 import redis
 
 from shared.config import Settings
+from shared.db import Database
 from shared.errors import Unavailable
-from shared.models.users import User
+from shared.models.users import ApiKey, User
+from shared.stores import users
 from shared.redis import get_async_redis
 
 log = logging.getLogger(__name__)
@@ -102,6 +104,13 @@ def announce_revoked(cache: AuthCache, r: redis.Redis, settings: Settings, diges
     except redis.RedisError as exc:
         # Other processes empty their caches when they resubscribe after this outage.
         log.warning("could not announce a key revocation (%s)", type(exc).__name__)
+
+
+def revoke_key(db: Database, cache: AuthCache, r: redis.Redis, settings: Settings, user_id: str, key_id: str) -> ApiKey:
+    """Revoke one of a user's keys in the database, then make every api process forget it (API and console)."""
+    key = users.revoke_key(db, user_id, key_id)
+    announce_revoked(cache, r, settings, key.key_hash)
+    return key
 
 
 def _apply(cache: AuthCache, message: dict) -> None:

@@ -74,18 +74,25 @@ async def current_user(request: Request, settings: SettingsDep, cache: AuthCache
     """
     if credentials is None or not credentials.credentials:
         raise Unauthorized("A valid API key is required: `Authorization: Bearer <key>`.")
-    if _matches(credentials.credentials, settings.gateway_api_key):
+    if matches_secret(credentials.credentials, settings.gateway_api_key):
         if not gateway_may(request.method, request.url.path):
             raise Forbidden("The gateway key may not use this route.")
         return await run_in_threadpool(_acting_for, db, request.headers.get(ACT_AS_HEADER))
-    digest = users.hash_key(credentials.credentials)
+    user = await user_for_key(cache, db, credentials.credentials)
+    if user is None:
+        raise Unauthorized("The API key is not valid.")
+    return user
+
+
+async def user_for_key(cache: AuthCache, db: Database, key: str) -> User | None:
+    """The user owning an unrevoked key, or None; a recent lookup is reused (the API and the console)."""
+    digest = users.hash_key(key)
     user = cache.get(digest)
     if user is None:
         generation = cache.generation
-        user = await run_in_threadpool(users.authenticate, db, credentials.credentials)
-        if user is None:
-            raise Unauthorized("The API key is not valid.")
-        cache.put(digest, user, generation)
+        user = await run_in_threadpool(users.authenticate, db, key)
+        if user is not None:
+            cache.put(digest, user, generation)
     return user
 
 
@@ -110,14 +117,15 @@ def _acting_for(db: Database, user_id: str | None) -> User:
     raise Forbidden(f"The gateway key acts only for a user bound by pairing or a webhook route ({ACT_AS_HEADER}).")
 
 
-def _matches(presented: str, secret: SecretStr | None) -> bool:
+def matches_secret(presented: str, secret: SecretStr | None) -> bool:
+    """The presented key equals this configured secret (constant-time; an unset secret matches nothing)."""
     expected = secret.get_secret_value() if secret else ""
     return bool(expected) and secrets.compare_digest(presented.encode(), expected.encode())
 
 
 def _refuse(db: Database, presented: str, needed: str, settings: Settings | None = None) -> None:
     """A user's key (or the gateway's) is 403 forbidden, anything else 401."""
-    if (settings is not None and _matches(presented, settings.gateway_api_key)) or \
+    if (settings is not None and matches_secret(presented, settings.gateway_api_key)) or \
             users.authenticate(db, presented) is not None:
         raise Forbidden(f"This route needs {needed}.")
     raise Unauthorized("The API key is not valid.")
@@ -127,21 +135,21 @@ def admin_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> Non
     """Pass only the admin key; a user's key is 403 forbidden, anything else 401."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("The admin API key is required: `Authorization: Bearer <key>`.")
-    if not _matches(credentials.credentials, settings.admin_api_key):
+    if not matches_secret(credentials.credentials, settings.admin_api_key):
         _refuse(db, credentials.credentials, "the admin API key", settings)
 
 
 def stream_owner(settings: Settings, presented: str, user_id: str) -> str:
     """Whose stream slots an event stream takes: its key's, or for the gateway's key the acted-for user's."""
     digest = users.hash_key(presented)
-    return f"{digest}:{user_id}" if _matches(presented, settings.gateway_api_key) else digest
+    return f"{digest}:{user_id}" if matches_secret(presented, settings.gateway_api_key) else digest
 
 
 def gateway_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> None:
     """Pass only the gateway's key (GATEWAY_API_KEY); a user's key is 403 forbidden, anything else 401."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("The gateway API key is required: `Authorization: Bearer <key>`.")
-    if not _matches(credentials.credentials, settings.gateway_api_key):
+    if not matches_secret(credentials.credentials, settings.gateway_api_key):
         _refuse(db, credentials.credentials, "the gateway API key")
 
 
@@ -150,7 +158,7 @@ def metrics_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> N
     if credentials is None or not credentials.credentials:
         raise Unauthorized("The admin API key or METRICS_TOKEN is required: `Authorization: Bearer <token>`.")
     presented = credentials.credentials
-    if not (_matches(presented, settings.admin_api_key) or _matches(presented, settings.metrics_token)):
+    if not (matches_secret(presented, settings.admin_api_key) or matches_secret(presented, settings.metrics_token)):
         _refuse(db, presented, "the admin API key or METRICS_TOKEN", settings)
 
 

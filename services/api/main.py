@@ -15,6 +15,7 @@ import redis
 from fastapi import FastAPI
 
 from services.api.auth_cache import AuthCache, follow_revocations
+from services.api import console
 from services.api.body_limit import BodyLimit
 from services.api.errors import CatchAll, install_error_handlers
 from services.api.fanout import BLOCK_SECONDS, Hub
@@ -148,4 +149,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CatchAll)
     for router in ROUTERS:
         app.include_router(router)
+    console.install(app)  # the web console at / (its security headers wrap every console response)
     return app

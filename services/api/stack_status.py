@@ -6,10 +6,22 @@ from collections import Counter
 
 import redis
 
+from services.api.schemas import AdminStatus, RecentTurn
 from shared import heartbeats
+from shared.config import Settings
 from shared.db import Database
 from shared.models.turns import TurnStatus
+from shared.queue.app import queue_depths
 from shared.stores import turns
+
+RECENT_TURNS = 10
+
+
+def admin_status(db: Database, r: redis.Redis, settings: Settings) -> AdminStatus:
+    """Live services, queue depths, turns by status and the latest turns (`/v1/admin/status` and the console)."""
+    recent = [RecentTurn.model_validate(t, from_attributes=True) for t in turns.recent_turns(db, limit=RECENT_TURNS)]
+    return AdminStatus(services=heartbeats.alive(r), queues=queue_depths(r, settings), turns=turn_counts(db),
+                       recent_turns=recent)
 
 
 def turn_counts(db: Database) -> dict[str, int]:

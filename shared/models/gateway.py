@@ -127,6 +127,11 @@ class PairingApprove(BaseModel):
     user: str | None = PydanticField(default=None, max_length=64)
 
 
+class PairingDeny(BaseModel):
+    platform: str = PydanticField(pattern=PLATFORM_PATTERN)
+    code: str = PydanticField(min_length=1, max_length=32)
+
+
 class PairingRevoke(BaseModel):
     platform: str = PydanticField(pattern=PLATFORM_PATTERN)
     platform_user_id: str = PydanticField(min_length=1, max_length=128)

@@ -190,3 +190,11 @@ def list_approvals(db: Database, user_id: str, *, pending_only: bool, limit: int
         query = query.order_by(Approval.created_at.desc(), Approval.id.desc())
     with db.read() as s:
         return list(s.exec(query.limit(min(limit, MAX_LIST))))
+
+
+def for_turn(db: Database, user_id: str, turn_id: str) -> list[Approval]:
+    """The user's approvals on one turn, oldest first (what a chat page shows beside that turn)."""
+    query = (select(Approval).where(Approval.user_id == user_id, Approval.turn_id == turn_id)
+             .order_by(Approval.created_at, Approval.id))
+    with db.read() as s:
+        return list(s.exec(query.limit(MAX_LIST)))

@@ -120,6 +120,27 @@ def approve(db: Database, platform: str, code: str, user_name: str | None) -> Ga
     Case-insensitive. A wrong or expired code counts as a failure; the fifth locks approvals for the platform
     for an hour (RateLimited), and while locked even a valid code is refused.
     """
+    return _bind(db, _matching(db, platform, code), user_name)
+
+
+def deny(db: Database, platform: str, code: str) -> PairingRequest:
+    """Refuse the request that holds `code`: the code stops working and frees its slot; nobody is bound.
+
+    The same lookup and failure count as `approve`, so denying cannot be used to guess codes either.
+    """
+    request = _matching(db, platform, code)
+    with db.write() as s:
+        lock = _lock_row(s, platform)
+        lock.failures = 0
+        s.add(lock)
+        row = s.get(PairingRequest, request.id)
+        if row is not None:
+            s.delete(row)
+    return request
+
+
+def _matching(db: Database, platform: str, code: str) -> PairingRequest:
+    """The live pending request holding `code`; a miss counts as a failure (five lock the platform 1 h)."""
     now, code = utcnow(), code.strip().upper()
     with db.write() as s:
         lock = _lock_row(s, platform)
@@ -136,7 +157,7 @@ def approve(db: Database, platform: str, code: str, user_name: str | None) -> Ga
             s.add(lock)
     if match is None:
         raise NotFound("No pending pairing code like that (wrong or expired).", code="pairing_code_unknown")
-    return _bind(db, match, user_name)
+    return match
 
 
 def _bind(db: Database, request: PairingRequest, user_name: str | None) -> GatewayIdentity:

@@ -12,9 +12,10 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
-from services.api.deps import CurrentUser, DbDep, EnqueueDep
+from services.api.deps import CurrentUser, DbDep, Enqueue, EnqueueDep
 from services.api.schemas import error_responses
-from shared.models.approvals import ApprovalDecision, ApprovalList, ApprovalPublic
+from shared.db import Database
+from shared.models.approvals import Approval, ApprovalDecision, ApprovalList, ApprovalPublic
 from shared.models.turns import Turn
 from shared.queue.names import RESUME_TURN
 from shared.queue.payloads import ResumeTurn
@@ -42,15 +43,24 @@ def list_approvals(
 def decide_approval(approval_id: str, body: ApprovalDecision, db: DbDep, enqueue: EnqueueDep,
                     user: CurrentUser) -> ApprovalPublic:
     """Approve (once, or the same pattern for the rest of the session) or deny; 409 once decided or expired."""
-    decided = approvals.decide(db, user.id, approval_id, approve=body.decision == "approve", scope=body.scope)
+    approval = decide_and_resume(db, enqueue, user.id, approval_id, approve=body.decision == "approve",
+                                 scope=body.scope)
+    return ApprovalPublic.of(approval)
+
+
+def decide_and_resume(db: Database, enqueue: Enqueue, user_id: str, approval_id: str, *, approve: bool,
+                      scope: str) -> Approval:
+    """The one rule for a human's answer (the API and the console): record it, send the parked turn on,
+    then 409 when it was already decided or had expired (the turn still resumes, to refuse the command)."""
+    decided = approvals.decide(db, user_id, approval_id, approve=approve, scope=scope)
     if decided.resume is not None:
         _resume(enqueue, decided.resume, decided.approval.id)
     if decided.conflict:
         approvals.raise_conflict(decided.conflict)
-    return ApprovalPublic.of(decided.approval)
+    return decided.approval
 
 
-def _resume(enqueue: EnqueueDep, turn: Turn, approval_id: str) -> None:
+def _resume(enqueue: Enqueue, turn: Turn, approval_id: str) -> None:
     """Send the turn on; a broker failure is left to the sweeper, which re-sends turns marked sent."""
     try:
         enqueue(RESUME_TURN, ResumeTurn(turn_id=turn.id, session_id=turn.session_id, approval_id=approval_id))

@@ -1,4 +1,4 @@
-"""The operator's side of the gateway (admin key): pairing approvals, webhook routes, failed deliveries."""
+"""The operator's side of the gateway (admin key): pairing approvals and denials, webhook routes, failed deliveries."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query
 
 from services.api.deps import AdminKey, DbDep
 from services.api.schemas import error_responses
-from shared.models.gateway import (IdentityPublic, OutboxPublic, PairingApprove, PairingList, PairingPending,
-                                   PairingRevoke, WebhookCreate, WebhookIssued, WebhookPublic)
+from shared.models.gateway import (IdentityPublic, OutboxPublic, PairingApprove, PairingDeny, PairingList,
+                                   PairingPending, PairingRevoke, WebhookCreate, WebhookIssued, WebhookPublic)
 from shared.stores import outbox, pairing, users, webhook_routes
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=error_responses(401, 403, 422))
@@ -32,6 +32,12 @@ def approve_pairing(body: PairingApprove, db: DbDep, _admin: AdminKey) -> Identi
     """Bind the holder of a code to `user` (or a new user named after them); 5 misses lock approvals 1 h."""
     identity = pairing.approve(db, body.platform, body.code, body.user)
     return _identity(identity, users.get_user(db, identity.user_id))
+
+
+@router.post("/pairing/deny", response_model=PairingPending, responses=error_responses(404, 429))
+def deny_pairing(body: PairingDeny, db: DbDep, _admin: AdminKey) -> PairingPending:
+    """Refuse the holder of a code: it stops working and nobody is bound; misses count as for approve."""
+    return PairingPending.model_validate(pairing.deny(db, body.platform, body.code), from_attributes=True)
 
 
 @router.post("/pairing/revoke", response_model=IdentityPublic, responses=error_responses(404))

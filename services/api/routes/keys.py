@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from services.api.auth_cache import announce_revoked
+from services.api.auth_cache import revoke_key
 from services.api.deps import AuthCacheDep, CurrentUser, DbDep, RedisDep, SettingsDep
 from services.api.schemas import error_responses
 from shared.models.users import ApiKeyList, ApiKeyPublic
@@ -19,9 +19,7 @@ def key_list(rows) -> ApiKeyList:
 
 def revoke(db, r, settings, cache, user_id: str, key_id: str) -> ApiKeyPublic:
     """Revoke in the database, then make every api process forget the key."""
-    key = users.revoke_key(db, user_id, key_id)
-    announce_revoked(cache, r, settings, key.key_hash)
-    return ApiKeyPublic.model_validate(key, from_attributes=True)
+    return ApiKeyPublic.model_validate(revoke_key(db, cache, r, settings, user_id, key_id), from_attributes=True)
 
 
 @router.get("", response_model=ApiKeyList)

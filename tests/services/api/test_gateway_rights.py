@@ -74,3 +74,18 @@ def test_an_unknown_platform_user_gets_a_code_and_the_owner_approves_it(client, 
                           json={"platform": platform, "platform_user_id": "99"})
     assert revoked.status_code == 200
     assert client.get("/v1/sessions", headers=gw(user.id)).status_code == 403, "revocation is effective at once"
+
+
+def test_the_owner_denies_a_code_it_stops_working_and_nobody_is_bound(client, admin_headers):
+    platform = f"t{secrets.token_hex(3)}"
+    ask = {"platform": platform, "platform_user_id": "77", "display_name": "Stranger"}
+    code = client.post("/v1/gateway/identities", json=ask, headers=gw()).json()["code"]
+
+    wrong = client.post("/v1/admin/pairing/deny", headers=admin_headers, json={"platform": platform, "code": "WRONG234"})
+    assert wrong.status_code == 404 and wrong.json()["error"]["code"] == "pairing_code_unknown"
+    denied = client.post("/v1/admin/pairing/deny", headers=admin_headers, json={"platform": platform, "code": code})
+    assert denied.status_code == 200 and denied.json()["platform_user_id"] == "77" and code not in denied.text
+    listed = client.get("/v1/admin/pairing", headers=admin_headers).json()
+    assert not any(p["platform"] == platform for p in listed["pending"] + listed["bound"])
+    approved = client.post("/v1/admin/pairing/approve", headers=admin_headers, json={"platform": platform, "code": code})
+    assert approved.status_code == 404, "a denied code can no longer be approved"

@@ -1,0 +1,106 @@
+"""Chat: the user's sessions newest first, a transcript, sending a message, the answer streamed, approvals.
+
+Everything goes through the API's own code: sessions and messages from the sessions store (another user's
+session is 404), a message through `accept_turn` (the same size rule, slots and enqueue), the live answer
+through the API's SSE stream (`open_event_stream`, this session's key taking the stream slot), and an
+approval through `decide_and_resume`. Without JavaScript a running turn's page refreshes itself (a
+`<noscript>` meta refresh) until the answer is stored.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Header, Query, Request
+
+from services.api.accept import accept_turn
+from services.api.console import session as cookies
+from services.api.console.deps import ConsoleForm, ConsoleUser, redirect
+from services.api.console.render import render
+from services.api.console.transcript import Transcript
+from services.api.routes.approvals import decide_and_resume
+from services.api.routes.events import open_event_stream
+from shared.errors import HermesError, InvalidInput
+from shared.models.approvals import ApprovalScope
+from shared.stores import approvals, sessions, turns
+
+router = APIRouter(include_in_schema=False)
+
+PAGE_SIZE = 30
+DECISIONS = {"approve": (True, ApprovalScope.once.value), "session": (True, ApprovalScope.session.value),
+             "deny": (False, ApprovalScope.once.value)}
+DECIDED_TEXT = {"approve": "Approved once.", "session": "Approved for the rest of this session.", "deny": "Denied."}
+
+
+@router.get("/chat")
+def chat_home(request: Request, user: ConsoleUser, cursor: Annotated[str | None, Query(max_length=64)] = None):
+    rows, next_cursor = sessions.list_sessions(request.app.state.db, user.id, cursor=cursor, limit=PAGE_SIZE)
+    return render(request, "chat.html", active="chat", sessions=rows, next_cursor=next_cursor)
+
+
+@router.get("/chat/{session_id}")
+def chat_session(request: Request, session_id: str, user: ConsoleUser):
+    db = request.app.state.db
+    chat = sessions.get_session(db, user.id, session_id)
+    running = turns.open_turn(db, chat.id)
+    transcript = Transcript.of(sessions.list_messages(db, chat.id), hide_turn=running.id if running else None)
+    mine = approvals.for_turn(db, user.id, running.id) if running is not None else []
+    return render(request, "chat_session.html", active="chat", chat=chat, transcript=transcript, running=running,
+                  pending=[a for a in mine if a.status == "pending"],
+                  settled=" ".join(a.id for a in mine if a.status != "pending"))
+
+
+@router.post("/chat/new")
+def new_chat(request: Request, user: ConsoleUser, form: ConsoleForm):
+    text = form.get("message", "")
+    if not text.strip():
+        return redirect(request, "/chat", "Write a message first.", "alert")
+    chat = sessions.create_session(request.app.state.db, user.id)
+    return _send(request, user.id, chat.id, text)
+
+
+@router.post("/chat/{session_id}/send")
+def send_message(request: Request, session_id: str, user: ConsoleUser, form: ConsoleForm):
+    chat = sessions.get_session(request.app.state.db, user.id, session_id)
+    text = form.get("message", "")
+    if not text.strip():
+        return redirect(request, f"/chat/{chat.id}", "Write a message first.", "alert")
+    return _send(request, user.id, chat.id, text)
+
+
+def _send(request: Request, user_id: str, session_id: str, text: str):
+    state = request.app.state
+    try:
+        accept_turn(state.db, state.enqueue, state.settings, user_id=user_id, session_id=session_id, text=text)
+    except HermesError as exc:
+        if exc.status_code == 404:
+            raise
+        return redirect(request, f"/chat/{session_id}", exc.message, "alert")
+    return redirect(request, f"/chat/{session_id}#live")
+
+
+@router.post("/chat/approvals/{approval_id}")
+def decide(request: Request, approval_id: str, user: ConsoleUser, form: ConsoleForm):
+    state = request.app.state
+    choice = form.get("decision", "")
+    if choice not in DECISIONS:
+        raise InvalidInput("Choose Approve, Approve for session or Deny.")
+    approve, scope = DECISIONS[choice]
+    try:
+        approval = decide_and_resume(state.db, state.enqueue, user.id, approval_id, approve=approve, scope=scope)
+    except HermesError as exc:
+        if exc.status_code == 404:
+            raise
+        back = quote(form.get("session_id", ""), safe="")
+        return redirect(request, f"/chat/{back}#live" if back else "/chat", exc.message, "alert")
+    return redirect(request, f"/chat/{approval.session_id}#live", DECIDED_TEXT[choice])
+
+
+@router.get("/chat/turns/{turn_id}/events")
+async def turn_events(request: Request, turn_id: str, user: ConsoleUser,
+                      last_event_id: Annotated[str | None, Header(max_length=64)] = None):
+    """The turn's SSE stream for the signed-in user (EventSource sends the cookie, and Last-Event-ID on resume)."""
+    state = request.app.state
+    key = cookies.read_session(request).user_key
+    return await open_event_stream(request, state.db, state.settings, user, key, turn_id, last_event_id)

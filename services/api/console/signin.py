@@ -1,0 +1,66 @@
+"""Sign in and out: the API key (and for the owner, the admin key) kept in the signed session cookie.
+
+"API key" takes a user's key (that user's pages) or the admin key (the owner's pages only); the optional
+"Admin key" field, beside a user key, opens both. A key is checked through the API's own lookup.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse
+
+from services.api.console import session as cookies
+from services.api.console.deps import ConsoleForm, load_session, redirect
+from services.api.console.render import render
+from services.api.deps import matches_secret, user_for_key
+
+router = APIRouter(include_in_schema=False)
+
+REFUSED = "That key does not open this console."
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a path on this site (never `//host` or a scheme), so sign-in cannot redirect elsewhere."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+@router.get("/")
+async def home(request: Request):
+    if not await load_session(request):
+        return RedirectResponse("/signin", status_code=303)
+    return RedirectResponse("/chat" if request.state.console_user else "/owner/status", status_code=303)
+
+
+@router.get("/signin")
+async def signin_page(request: Request, next: str = "/"):
+    await load_session(request)
+    return render(request, "signin.html", next=_safe_next(next))
+
+
+@router.post("/signin")
+async def signin(request: Request, form: ConsoleForm):
+    target = _safe_next(form.get("next"))
+    api_key, admin_key = form.get("api_key", "").strip(), form.get("admin_key", "").strip()
+    settings, state = request.app.state.settings, request.app.state
+    session = None
+    if api_key and matches_secret(api_key, settings.admin_api_key) and not admin_key:
+        session = cookies.ConsoleSession(admin_key=api_key)
+        target = target if target.startswith("/owner") else "/owner/status"
+    elif api_key and await user_for_key(state.auth_cache, state.db, api_key) is not None:
+        if not admin_key or matches_secret(admin_key, settings.admin_api_key):
+            session = cookies.ConsoleSession(user_key=api_key, admin_key=admin_key)
+    if session is None:
+        return render(request, "signin.html", status_code=401, next=target,
+                      flash=cookies.Flash(REFUSED, "alert"))
+    response = redirect(request, "/chat" if target == "/" and session.user_key else target)
+    cookies.start_session(request, response, session)
+    return response
+
+
+@router.post("/signout")
+async def signout(request: Request, form: ConsoleForm):
+    response = redirect(request, "/signin", "Signed out.")
+    cookies.end_session(request, response)
+    return response

@@ -1,0 +1,104 @@
+"""The chat pages: sessions newest first, transcripts escaped, sending, the live stream, approvals, ownership."""
+
+from __future__ import annotations
+
+import json
+
+from shared import events
+from shared.models.turns import TurnStatus
+from shared.queue.names import RUN_TURN
+from shared.stores import sessions, turns
+from tests.services.api.console.conftest import csrf_of
+from tests.support.factories import make_session, make_user
+
+SCRIPT = '<script>document.title="pwned"</script>'
+
+
+def test_sessions_are_listed_newest_first_with_titles(signed_in, db, user):
+    make_session(db, user.id, title="older chat")
+    make_session(db, user.id, title="newer chat")
+    page = signed_in.get("/chat").text
+    assert page.index("newer chat") < page.index("older chat")
+
+
+def test_a_transcript_escapes_what_was_written_and_shows_tool_calls(signed_in, db, user):
+    chat = make_session(db, user.id, title=SCRIPT)
+    sessions.append_messages(db, chat.id, [
+        {"role": "user", "content": f"hello {SCRIPT}"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": '{"command": "ls <b>"}'}}]},
+        {"role": "tool", "content": "a.txt", "tool_call_id": "c1", "name": "shell"},
+        {"role": "assistant", "content": "done"},
+    ])
+    page = signed_in.get(f"/chat/{chat.id}").text
+    assert "<script>document.title" not in page
+    assert "hello &lt;script&gt;document.title=&#34;pwned&#34;&lt;/script&gt;" in page
+    assert "shell({&#34;command&#34;: &#34;ls &lt;b&gt;&#34;})" in page and "a.txt" in page
+    assert 'id="m-' in page
+
+
+def test_another_users_session_is_not_found(signed_in, db):
+    other = make_user(db)
+    chat = make_session(db, other.id, title="private")
+    response = signed_in.get(f"/chat/{chat.id}")
+    assert response.status_code == 404 and "private" not in response.text
+    token = csrf_of(signed_in.get("/chat").text)
+    assert signed_in.http.post(f"/chat/{chat.id}/send", data={"csrf_token": token, "message": "hi"}).status_code == 404
+
+
+def test_sending_a_message_queues_a_turn_and_opens_the_live_answer(signed_in, db, user, enqueued):
+    response = signed_in.post_form("/chat", "/chat/new", {"message": "plan my week"})
+    assert response.status_code == 303
+    session_id = response.headers["location"].split("/chat/")[1].split("#")[0]
+    assert [name for name, _, _ in enqueued.calls] == [RUN_TURN]
+    page = signed_in.get(f"/chat/{session_id}").text
+    assert "plan my week" in page and 'data-turn="' in page and "/static/console/chat.js" in page
+    assert '<meta http-equiv="refresh"' in page  # inside <noscript>: the no-JS fallback
+
+
+def test_an_empty_message_is_refused_plainly(signed_in, db, user):
+    chat = make_session(db, user.id)
+    response = signed_in.post_form(f"/chat/{chat.id}", f"/chat/{chat.id}/send", {"message": "  "})
+    assert response.status_code == 303
+    assert 'role="alert"' in signed_in.get(response.headers["location"]).text
+
+
+def test_a_message_with_a_nul_is_refused_422(signed_in, db, user):
+    chat = make_session(db, user.id)
+    response = signed_in.post_form(f"/chat/{chat.id}", f"/chat/{chat.id}/send", {"message": "a\x00b"})
+    assert response.status_code == 422 and 'role="alert"' in response.text
+
+
+def test_the_console_streams_the_turns_events_for_its_owner_only(signed_in, db, user, redis_client, browser):
+    chat = make_session(db, user.id)
+    turn, _ = turns.create_turn(db, user.id, chat.id, "tell me")
+    events.publish(redis_client, turn.id, "message.delta", {"delta": SCRIPT})
+    events.publish(redis_client, turn.id, "turn.completed", {"output": SCRIPT, "usage": {}}, ttl_seconds=60)
+    with signed_in.http.stream("GET", f"/chat/turns/{turn.id}/events") as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        body = "".join(response.iter_text())
+    frames = [line for line in body.splitlines() if line.startswith("data: ")]
+    assert json.loads(frames[0][6:]) == {"delta": SCRIPT}
+    other = make_user(db)
+    browser.sign_in(other.key)
+    assert browser.get(f"/chat/turns/{turn.id}/events").status_code == 404
+
+
+def test_a_finished_turns_answer_is_in_the_transcript(signed_in, db, user):
+    chat = make_session(db, user.id)
+    turn, _ = turns.create_turn(db, user.id, chat.id, "question?")
+    sessions.append_messages(db, chat.id, [{"role": "user", "content": "question?"},
+                                           {"role": "assistant", "content": "the answer"}])
+    with db.write() as s:
+        row = s.get(type(turn), turn.id)
+        row.status = TurnStatus.completed.value
+        s.add(row)
+    page = signed_in.get(f"/chat/{chat.id}").text
+    assert "the answer" in page and "data-turn" not in page
+
+
+def test_deciding_another_users_approval_is_not_found(signed_in):
+    token = csrf_of(signed_in.get("/chat").text)
+    response = signed_in.http.post("/chat/approvals/apr_nope", data={"csrf_token": token, "decision": "approve"})
+    assert response.status_code == 404
