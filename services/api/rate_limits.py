@@ -18,6 +18,8 @@ import redis.asyncio as aioredis
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from services.api.console.secret import console_secret
+from services.api.console.session import key_of_cookie
 from services.api.errors import error_response
 from shared.config import Settings
 from shared.gateway_auth import ACT_AS_HEADER
@@ -28,22 +30,27 @@ log = logging.getLogger(__name__)
 
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 TURN_PATH = re.compile(r"^/v1/sessions/[^/]+/turns/?$")
+CONSOLE_TURN_PATH = re.compile(r"^/chat/(?:new|[^/]+/send)$")
 POOL_CONNECTIONS = 16
 REDIS_TIMEOUT_SECONDS = 0.5
 FAIL_OPEN_SECONDS = 5.0
 
 
 def creates_turn(method: str, path: str) -> bool:
-    return method == "POST" and (path == "/v1/chat/completions" or TURN_PATH.match(path) is not None)
+    return method == "POST" and (path == "/v1/chat/completions" or TURN_PATH.match(path) is not None
+                                 or CONSOLE_TURN_PATH.match(path) is not None)
 
 
-def identity(scope: Scope, gateway_key: str = "") -> str:
-    """Whom a request counts against: the digest of its bearer key, else its client address.
+def identity(scope: Scope, gateway_key: str = "", console_secret: bytes | None = None) -> str:
+    """Whom a request counts against: the digest of its bearer key (or of the key a console session cookie
+    carries), else its client address.
 
     The gateway's key acting for a user counts against that user, so one busy chat cannot starve the others.
     """
     headers = Headers(scope=scope)
     scheme, _, token = headers.get("authorization", "").partition(" ")
+    if not token.strip() and console_secret and headers.get("cookie"):
+        scheme, token = "bearer", key_of_cookie(console_secret, headers["cookie"]) or ""
     if scheme.lower() == "bearer" and token.strip():
         digest = "key:" + hashlib.sha256(token.strip().encode()).hexdigest()
         acting = headers.get(ACT_AS_HEADER, "")
@@ -62,6 +69,7 @@ class RateLimit:
         self.settings = settings
         self._limiters: dict[int, RateLimiter] = {}  # asyncio clients belong to one event loop
         self._open_until = 0.0
+        self._secret: bytes | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path", "") in EXEMPT_PATHS:
@@ -82,7 +90,7 @@ class RateLimit:
         if (s.rate_limit_per_minute <= 0 and s.turn_rate_limit_per_minute <= 0) or time.monotonic() < self._open_until:
             return 0
         gateway = s.gateway_api_key.get_secret_value() if s.gateway_api_key else ""
-        who = identity(scope, gateway)
+        who = identity(scope, gateway, self._console_secret())
         try:
             limiter = self._limiter()
             wait = await limiter.hit(f"all:{who}", s.rate_limit_per_minute)
@@ -94,6 +102,16 @@ class RateLimit:
             log.warning("rate limits are off for %.0f s: Redis is unreachable (%s)", FAIL_OPEN_SECONDS,
                         type(exc).__name__)
             return 0
+
+    def _console_secret(self) -> bytes | None:
+        """The console's signing key, read once (None when it cannot be read: cookies then count by address)."""
+        if self._secret is None:
+            try:
+                self._secret = console_secret(self.settings)
+            except (OSError, RuntimeError) as exc:
+                log.warning("console sessions are rate limited by address (%s)", type(exc).__name__)
+                self._secret = b""
+        return self._secret or None
 
     def _limiter(self) -> RateLimiter:
         loop = id(asyncio.get_running_loop())

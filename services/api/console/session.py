@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from http.cookies import CookieError, SimpleCookie
 
 from fastapi import Request
 from starlette.responses import Response
@@ -64,6 +65,19 @@ def read_session(request: Request) -> ConsoleSession | None:
     if not isinstance(user_key, str) or not isinstance(admin_key, str) or not (user_key or admin_key):
         return None
     return ConsoleSession(user_key=user_key, admin_key=admin_key)
+
+
+def key_of_cookie(secret: bytes, cookie_header: str) -> str | None:
+    """The key a verified session cookie in a raw Cookie header carries (the rate limiter counts the console
+    against the same key as the API); None without a valid one, so a forged cookie buys no fresh bucket."""
+    jar = SimpleCookie()
+    try:
+        jar.load(cookie_header)
+    except CookieError:
+        return None
+    morsel = jar.get(SESSION_COOKIE)
+    data = signing.unsign(secret, "session", morsel.value if morsel else None)
+    return (data.get("k") or data.get("a") or None) if data else None
 
 
 def start_session(request: Request, response: Response, session: ConsoleSession) -> None:

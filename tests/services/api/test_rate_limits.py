@@ -79,3 +79,27 @@ def test_the_api_lets_requests_through_when_the_limiter_cannot_reach_redis(setti
     with serve_api(create_app(custom)) as base_url, httpx.Client(base_url=base_url, timeout=20) as http:
         answers = [http.get("/v1/sessions", headers=user.headers).status_code for _ in range(3)]
     assert answers == [200, 200, 200]
+
+
+def test_console_turns_count_against_the_signed_in_key_not_the_address(settings, db):
+    """The console sends turns with a session cookie, not a bearer key: they share the key's turn bucket."""
+    from tests.services.api.console.conftest import Browser, csrf_of
+
+    custom = settings.model_copy(update={"rate_limit_per_minute": 100, "turn_rate_limit_per_minute": TURN_LIMIT,
+                                         "broker_key_prefix": f"rl-{uuid.uuid4().hex[:8]}:"})
+    app = create_app(custom)
+    app.state.enqueue = lambda name, payload: None
+    user = make_user(db)
+    session = make_session(db, user.id)
+    with serve_api(app) as base_url, httpx.Client(base_url=base_url, timeout=20) as http:
+        api_turn = http.post(f"/v1/sessions/{session.id}/turns", headers=user.headers, json={"input": "from the api"})
+        assert api_turn.status_code == 202
+        browser = Browser(http)
+        browser.sign_in(user.key)
+        token = csrf_of(browser.get("/chat").text)
+        sent = http.post(f"/chat/{session.id}/send", data={"csrf_token": token, "message": "from the page"})
+        assert sent.status_code == 303
+        refused = http.post(f"/chat/{session.id}/send", data={"csrf_token": token, "message": "one too many"})
+        assert_rate_limited(refused)
+        http.cookies.clear()
+        assert http.get("/signin").status_code == 200  # the address has its own bucket

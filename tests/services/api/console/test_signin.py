@@ -119,3 +119,19 @@ def test_the_json_api_keeps_its_json_errors_and_schema(client):
     assert client.get("/v1/sessions").json()["error"]["code"] == "unauthorized"
     paths = client.get("/openapi.json").json()["paths"]
     assert not any(p.startswith(("/chat", "/signin", "/memory", "/search")) for p in paths)
+
+
+def test_a_user_key_with_the_admin_key_opens_both_views(browser, user, settings):
+    browser.sign_in(user.key, admin_key=settings.admin_api_key.get_secret_value())
+    page = browser.get("/chat").text
+    assert 'href="/memory"' in page and 'href="/owner/users"' in page and "(owner)" in page
+
+
+def test_a_wrong_admin_key_beside_a_user_key_is_refused(browser, user):
+    response = browser.post_form("/signin", "/signin", {"api_key": user.key, "admin_key": "nope", "next": "/"})
+    assert response.status_code == 401 and SESSION_COOKIE not in response.headers.get("set-cookie", "")
+
+
+def test_a_script_in_the_next_parameter_is_escaped(browser):
+    page = browser.get("/signin", params={"next": '/chat"><script>alert(1)</script>'}).text
+    assert "<script>alert(1)" not in page
