@@ -27,9 +27,9 @@ def attempt(request: Request, back: str, action: Callable[[], object], done: str
     return redirect(request, back, done)
 
 
-def parsed(model: type[BaseModel], form: dict[str, str], **fields: str | None) -> BaseModel:
+def parsed(model: type[BaseModel], form: dict[str, str]) -> BaseModel:
     """The API's own body model built from a form (blank fields dropped): one set of validation rules."""
-    data = {k: v for k, v in {**form, **fields}.items() if v not in ("", None) and k in model.model_fields}
+    data = {k: v for k, v in form.items() if v != "" and k in model.model_fields}
     return model.model_validate(data)
 
 

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from services.api.console.actions import attempt
 from services.api.console.deps import ConsoleForm, ConsoleUser
 from services.api.console.render import render
-from shared.errors import HermesError
+from shared.errors import HermesError, NotFound
 from shared.models.users import User
 from shared.stores import skill_staged
 from shared.stores.skill_format import split_front_matter
@@ -65,17 +65,11 @@ def skill_page(request: Request, name: str, user: ConsoleUser):
     return render(request, "skill.html", active="skills", skill=skill, body=body_of(skill.content))
 
 
-def _action_route(action: str):
+@router.post("/skills/{name}/{action}")
+def change_skill(request: Request, name: str, action: str, user: ConsoleUser, form: ConsoleForm):
+    """Pin, unpin, archive or restore through the store, as POST /v1/skills/{name}/{action}; anything else 404."""
+    if action not in ACTIONS:
+        raise NotFound("There is no such page.")
     done, call = ACTIONS[action]
-
-    def handler(request: Request, name: str, user: ConsoleUser, form: ConsoleForm):
-        store = _store(request, user)
-        return attempt(request, f"/skills/{quote(name, safe='')}", lambda: call(store, name), f"{done} {name}.")
-
-    handler.__name__ = f"{action}_skill"
-    handler.__doc__ = f"{done} a skill through the store, as POST /v1/skills/{{name}}/{action}."
-    return handler
-
-
-for _action in ACTIONS:
-    router.add_api_route(f"/skills/{{name}}/{_action}", _action_route(_action), methods=["POST"])
+    store = _store(request, user)
+    return attempt(request, f"/skills/{quote(name, safe='')}", lambda: call(store, name), f"{done} {name}.")

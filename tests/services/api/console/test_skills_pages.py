@@ -97,3 +97,8 @@ def test_a_staged_write_shows_its_diff_and_is_approved_from_the_page(signed_in: 
     again = signed_in.post_form("/skills", f"/skills/pending/{staged['pending_id']}", {"decision": "deny"})
     assert again.status_code == 303
     assert "already approved" in signed_in.get("/skills").text.split('role="alert"')[1][:200]
+
+
+def test_an_unknown_action_is_not_a_page(signed_in: Browser, tea, store):
+    assert signed_in.post_form("/skills", "/skills/brew-tea/delete", {}).status_code == 404
+    assert store.get("brew-tea").state.value == "active"
