@@ -9,6 +9,9 @@ call it. Scores are comparable within one call only. Ranking, in three steps:
 3. a hit must hold at least one term itself (context only ranks it), every required term and no
    excluded one; coverage is measured on the message itself. Each term it holds beyond the first
    adds 10% to its score, and a message sent on a date the query names doubles it.
+A word held by more than COMMON_SHARE of a full pool is one this user writes all the time (their
+name): the index would weigh it by its rarity among everyone's messages, so the candidates are
+ranked again without it (it still counts for coverage); too few left, and its best matches follow.
 A query of required terms only (quoted phrases, AND) lists its matches newest first. On SQLite a
 query matching more rows than the backend's budget ranks its rarest terms and adds its newest
 matches unranked (score 0), so one search never costs time in proportion to the whole history.
