@@ -9,9 +9,6 @@ call it. Scores are comparable within one call only. Ranking, in three steps:
 3. a hit must hold at least one term itself (context only ranks it), every required term and no
    excluded one; coverage is measured on the message itself. Each term it holds beyond the first
    adds 10% to its score, and a message sent on a date the query names doubles it.
-A word held by more than COMMON_SHARE of a full pool is one this user writes all the time (their
-name): the index would weigh it by its rarity among everyone's messages, so the candidates are
-ranked again without it (it still counts for coverage); too few left, and its best matches follow.
 A query of required terms only (quoted phrases, AND) lists its matches newest first. On SQLite a
 query matching more rows than the backend's budget ranks its rarest terms and adds its newest
 matches unranked (score 0), so one search never costs time in proportion to the whole history.
@@ -23,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Sequence
 
@@ -34,7 +31,7 @@ from sqlmodel import Session
 from shared.config import get_settings
 from shared.db import Database
 from shared.models.sessions import ChatSession, Message
-from shared.stores import search_feedback, search_postgres, search_sqlite, search_timeline, search_vectors
+from shared.stores import search_postgres, search_sqlite, search_timeline, search_vectors
 from shared.stores.search_dates import Day, named_dates
 from shared.stores.search_query import ParsedQuery, parse_query
 from shared.stores.search_scope import Candidate, Scope
@@ -49,8 +46,6 @@ MIN_FEW = 20  # newest matches taken when a query is not ranked (required terms 
 DENSE_POOL = 50  # most similar messages added to the candidates when hybrid search is on
 NEXT_SHARES = (0.3, 0.1)  # measured on LoCoMo: the reply and the one after it vouch for a message
 COVERAGE_BONUS = 0.1  # per query term held beyond the first: a message naming more of the question wins ties
-COMMON_SHARE = 0.1  # a term held by more of the candidates than this is the user's everyday word (tuning folds)
-COMMON_MIN_POOL = 100  # a pool this full tells how common a term is among the user's messages
 DATE_BONUS = 1.0  # a message sent on a date the query names ("on 7 July, 2023", "in May 2023")
 
 
@@ -152,19 +147,12 @@ def _semantic(db: Database, scope: Scope, query: str, hybrid: bool | None) -> di
 def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
           semantic: dict[int, float] | None, dates: tuple[Day, ...] = ()) -> list[SearchHit]:
     wanted = MIN_POOL if len(parsed.terms) > 1 or dates else SINGLE_TERM_POOL
-    size, few = max(wanted, limit * 5), max(MIN_FEW, limit * 2)
+    pool = backend.candidates(s, parsed, scope, max(wanted, limit * 5), max(MIN_FEW, limit * 2))
     similar = sorted(semantic or {}, key=lambda i: -semantic[i])[:DENSE_POOL]
     close = set(similar)
-    pool, rows, holding = _gather(s, backend, parsed, parsed, scope, size, few, similar)
-    narrower = _without_common(parsed, holding[: len(parsed.terms)], len(rows))
-    if narrower is not None:
-        broad = pool
-        pool, rows, holding = _gather(s, backend, narrower, parsed, scope, size, few, similar)
-        if len(rows) < limit:  # too little about the topic: the common word's best matches follow, unranked
-            known = {c.message_id for c in pool}
-            pool += [replace(c, score=0.0) for c in broad if c.message_id not in known][: limit - len(rows)]
-            pool, rows, holding = _gather_rows(s, backend, pool, parsed, scope, similar)
+    rows = _messages(s, [c.message_id for c in pool] + similar, scope)
     ids = list(rows)
+    holding = backend.holders(s, parsed.terms + parsed.excluded, rows)
     presence, excluded = holding[: len(parsed.terms)], set().union(*holding[len(parsed.terms):])
     held = {i: [i in holders for holders in presence] for i in ids}
     totals = _with_followers(pool, {i for i, found in held.items() if any(found)})
@@ -189,37 +177,7 @@ def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
     # In a small history FTS5 floors every IDF to 1e-6: scores stay ordered but may tie, and then
     # the rarer terms a message holds decide.
     hits.sort(key=lambda pair: (pair[0].score, pair[1], pair[0].message_id), reverse=True)
-    ranked = [hit for hit, _ in hits]
-    if search_feedback.FEEDBACK_WEIGHT and not parsed.has_required:
-        asked = search_feedback.asked_words([atom.text for term in parsed.terms for atom in term.atoms])
-        ranked = search_feedback.rerank(ranked, search_feedback.feedback(ranked, asked))
-    return ranked[:limit]
-
-
-def _gather(s: Session, backend, ranking: ParsedQuery, parsed: ParsedQuery, scope: Scope, size: int, few: int,
-            similar: list[int]) -> tuple[list[Candidate], dict[int, Message], list[set[int]]]:
-    """Candidates ranked by `ranking`'s terms, their rows, and which of them hold each of `parsed`'s terms."""
-    return _gather_rows(s, backend, backend.candidates(s, ranking, scope, size, few), parsed, scope, similar)
-
-
-def _gather_rows(s: Session, backend, pool: list[Candidate], parsed: ParsedQuery, scope: Scope,
-                 similar: list[int]) -> tuple[list[Candidate], dict[int, Message], list[set[int]]]:
-    rows = _messages(s, [c.message_id for c in pool] + similar, scope)
-    return pool, rows, backend.holders(s, parsed.terms + parsed.excluded, rows)
-
-
-def _without_common(parsed: ParsedQuery, presence: list[set[int]], pooled: int) -> ParsedQuery | None:
-    """The query without the optional terms this user writes all the time (held by more than
-    COMMON_SHARE of a full candidate pool: their own name, a partner's), or None when there are none
-    or nothing would be left. The index weighs a word by its rarity among everyone's messages, so a
-    word in every one of this user's messages would otherwise rank them all as if it were a topic."""
-    if pooled < COMMON_MIN_POOL or parsed.has_required:
-        return None
-    common = {i for i, holders in enumerate(presence) if len(holders) > COMMON_SHARE * pooled}
-    kept = tuple(t for i, t in enumerate(parsed.terms) if i not in common)
-    if not common or not kept:
-        return None
-    return ParsedQuery(kept, parsed.excluded)
+    return [hit for hit, _ in hits[:limit]]
 
 
 def _bonus(found: list[bool], sent: datetime, dates: tuple[Day, ...]) -> float:

@@ -66,20 +66,3 @@ def _bases(word: str) -> list[str]:
     if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
         return [word[:-1], word[:-2]] if word.endswith("es") else [word[:-1]]
     return []
-
-
-_SUFFIXES = (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("ly", ""), ("es", ""), ("s", ""))
-
-
-def stem(word: str) -> str:
-    """A small suffix stripper, so "hiking", "hikes" and "hiked" count as one word when search
-    compares message texts in Python (the index has its own stemmer; this one never reaches it)."""
-    if word in IRREGULAR_FORMS:
-        return IRREGULAR_FORMS[word][0]
-    for suffix, replacement in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not (suffix == "s" and word.endswith("ss")):
-            word = word[: len(word) - len(suffix)] + replacement
-            if suffix in ("ing", "ed") and len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word
