@@ -9,7 +9,7 @@ single-hop); 5 (adversarial) is printed apart.
 
 Held-out discipline: a conversation's fold is crc32(sample_id) mod FOLDS, fixed by its id alone (so
 a conversation keeps its fold whatever else the data file holds). Every tunable ranking constant is
-chosen on the TUNING_FOLDS only (`--folds tuning` runs just those, for tuning); the figure with a
+chosen on the TUNING_FOLDS only (`--folds tuning` asks just their questions); the figure with a
 target is the recall on the other, held-out folds. Both are printed, with their category tables.
 Hybrid search is measured too when its extra is installed, else a skip line says how to install it.
 The data stays outside the repository (CC BY-NC 4.0); see bench/README.md. Prints, asserts nothing.
@@ -180,12 +180,12 @@ def database(postgres: bool) -> tuple[Database, callable]:
     return db, close
 
 
-def measure(db: Database, stored: list[Stored], backend: str, hybrid: bool) -> None:
+def measure(db: Database, stored: list[Stored], backend: str, hybrid: bool, tuning_only: bool = False) -> None:
     """Tables and figures for the tuning and held-out folds, one search mode."""
     mode = "hybrid" if hybrid else "keyword"
     tuning = evaluate(db, [c for c in stored if is_tuning(c.sample)], hybrid)
     table(tuning, f"LoCoMo {mode} on {backend}, tuning folds {TUNING_FOLDS}")
-    held_out = [c for c in stored if not is_tuning(c.sample)]
+    held_out = [] if tuning_only else [c for c in stored if not is_tuning(c.sample)]
     result = evaluate(db, held_out, hybrid) if held_out else None
     if result is not None:
         table(result, f"LoCoMo {mode} on {backend}, held-out folds")
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", action="store_true", help="run on the local Postgres server")
     parser.add_argument("--keyword-only", action="store_true", help="skip hybrid even when installed")
     parser.add_argument("--folds", choices=("all", "tuning"), default="all",
-                        help="'tuning': only the tuning folds (what constants may be chosen on)")
+                        help="'tuning': ask only the tuning folds' questions (all conversations are stored)")
     parser.add_argument("--data", type=Path, default=None, help="path of locomo-dev.json")
     args = parser.parse_args(argv)
     data = args.data or default_data()
@@ -210,17 +210,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"LoCoMo data not found at {data} (set LOCOMO_DATA or --data)", file=sys.stderr)
         return 2
     samples = json.loads(data.read_text())
-    if args.folds == "tuning":
-        samples = [s for s in samples if is_tuning(s)]
+    tuning_only = args.folds == "tuning"
     backend = "Postgres" if args.postgres else "SQLite"
     db, close = database(args.postgres)
     try:
         stored = [ingest(db, sample) for sample in samples]
-        measure(db, stored, backend, hybrid=False)
+        measure(db, stored, backend, hybrid=False, tuning_only=tuning_only)
         if args.keyword_only:
             pass
         elif search_vectors.available():
-            measure(db, stored, backend, hybrid=True)
+            measure(db, stored, backend, hybrid=True, tuning_only=tuning_only)
         else:
             print(f"  LoCoMo hybrid: skipped, the hybrid extra is not installed ({HYBRID_INSTALL})")
     finally:
