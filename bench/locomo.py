@@ -1,37 +1,72 @@
-"""LoCoMo retrieval: recall@5/10/20 of `search_messages` with each question exactly as asked.
+"""LoCoMo retrieval: recall@5/10/20 of `search_messages` with each question exactly as asked, on folds.
 
-    python -m bench.locomo [--postgres] [--hybrid] [--data PATH]
+    python -m bench.locomo [--postgres] [--keyword-only] [--folds all|tuning] [--data PATH]
 
 Each conversation becomes one user; each LoCoMo session one session whose messages read
 "<speaker>: <text>", dated by the session's date. A question is found at k when any of its evidence
 turns is among the top k messages. Categories 1-4 are answerable (multi-hop, temporal, open-domain,
-single-hop); 5 (adversarial) is printed apart. The data stays outside the repository (CC BY-NC 4.0);
-the default path is the development split beside the repository. Prints figures, asserts nothing.
+single-hop); 5 (adversarial) is printed apart.
+
+Held-out discipline: a conversation's fold is crc32(sample_id) mod FOLDS, fixed by its id alone (so
+a conversation keeps its fold whatever else the data file holds). Every tunable ranking constant is
+chosen on the TUNING_FOLDS only (`--folds tuning` asks just their questions); the figure with a
+target is the recall on the other, held-out folds. Both are printed, with their category tables.
+Hybrid search is measured too when its extra is installed, else a skip line says how to install it.
+The data stays outside the repository (CC BY-NC 4.0); see bench/README.md. Prints, asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
 import time
 import uuid
+import zlib
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from bench.report import figure
 from shared.db import Database
 from shared.migrate import upgrade
 from shared.stores import search_vectors, sessions, users
 from shared.stores.search import search_messages
 from shared.stores.search_vectors import embed_missing
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo-dev.json"
+DATA_RELATIVE = Path("shared") / "data" / "locomo" / "locomo-dev.json"
 KS = (5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-TARGET_RECALL_AT_10 = 0.80
+ANSWERABLE = (1, 2, 3, 4)
+FOLDS = 4
+TUNING_FOLDS = (0, 2)  # chosen before any held-out figure was looked at; see bench/README.md
+TARGET_KEYWORD = 0.82  # recall@10 on the held-out folds, question as asked, default config
+TARGET_HYBRID = 0.85
+HYBRID_INSTALL = ".venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -r requirements-hybrid.txt"
+
+
+def default_data() -> Path:
+    """LOCOMO_DATA, else the development split in the first ancestor folder holding shared/data/locomo
+    (beside the main checkout, or two levels up from a worktree)."""
+    if os.environ.get("LOCOMO_DATA"):
+        return Path(os.environ["LOCOMO_DATA"])
+    here = Path(__file__).resolve()
+    for folder in here.parents[1:]:
+        if (folder / DATA_RELATIVE).exists():
+            return folder / DATA_RELATIVE
+    return here.parents[2] / DATA_RELATIVE
+
+
+def fold_of(sample_id: str) -> int:
+    return zlib.crc32(sample_id.encode()) % FOLDS
+
+
+def is_tuning(sample: dict) -> bool:
+    return fold_of(sample.get("sample_id", "")) in TUNING_FOLDS
 
 
 def session_keys(conversation: dict) -> list[str]:
@@ -48,8 +83,17 @@ def session_start(conversation: dict, key: str) -> datetime:
         return datetime(2023, 1, 1, tzinfo=timezone.utc)
 
 
-def ingest(db: Database, sample: dict) -> tuple[str, dict[int, str]]:
-    """Store one conversation as a new user's sessions; returns the user id and message id -> dia_id."""
+@dataclass(frozen=True)
+class Stored:
+    """One conversation as stored: its sample, its user, and message id -> dia_id."""
+
+    sample: dict
+    user_id: str
+    dia_ids: dict[int, str]
+
+
+def ingest(db: Database, sample: dict) -> Stored:
+    """Store one conversation as a new user's sessions."""
     user = users.create_user(db, f"locomo-{uuid.uuid4().hex[:8]}")
     conversation = sample["conversation"]
     dia_ids: dict[int, str] = {}
@@ -62,49 +106,59 @@ def ingest(db: Database, sample: dict) -> tuple[str, dict[int, str]]:
             for i, t in enumerate(turns)
         ])
         dia_ids.update({m.id: t['dia_id'] for m, t in zip(stored, turns)})
-    return user.id, dia_ids
+    return Stored(sample, user.id, dia_ids)
 
 
-def evaluate(db: Database, samples: list[dict], hybrid: bool = False) -> tuple[dict[int, Counter], float]:
-    """Found-at-k counts per category, and the mean search time in ms (hybrid: after embedding)."""
-    found: dict[int, Counter] = defaultdict(Counter)
-    timings: list[float] = []
-    for sample in samples:
-        user_id, dia_ids = ingest(db, sample)
+@dataclass
+class Result:
+    """Found-at-k counts per category, and the search times in ms."""
+
+    found: dict[int, Counter]
+    timings: list[float]
+
+    def recall(self, k: int = 10) -> float:
+        total = Counter()
+        for cat in ANSWERABLE:
+            total.update(self.found[cat])
+        return total[k] / max(1, total["n"])
+
+
+def evaluate(db: Database, stored: list[Stored], hybrid: bool = False) -> Result:
+    """Search every question with evidence, as asked; count where its evidence ranks."""
+    result = Result(defaultdict(Counter), [])
+    for conv in stored:
         if hybrid:
-            embed_missing(db, user_id)
-        for qa in sample["qa"]:
+            embed_missing(db, conv.user_id)
+        for qa in conv.sample["qa"]:
             evidence = set(qa.get("evidence") or [])
             if not evidence:
                 continue
             start = time.perf_counter()
-            hits = search_messages(db, user_id, qa["question"], limit=max(KS), hybrid=hybrid)
-            timings.append((time.perf_counter() - start) * 1000)
-            ranked = [dia_ids.get(h.message_id) for h in hits]
-            counts = found[qa["category"]]
+            hits = search_messages(db, conv.user_id, qa["question"], limit=max(KS), hybrid=hybrid)
+            result.timings.append((time.perf_counter() - start) * 1000)
+            ranked = [conv.dia_ids.get(h.message_id) for h in hits]
+            counts = result.found[qa["category"]]
             counts["n"] += 1
             for k in KS:
                 counts[k] += bool(evidence & set(ranked[:k]))
-    return found, sum(timings) / max(1, len(timings))
+    return result
 
 
-def report(found: dict[int, Counter], backend: str, mean_ms: float) -> None:
-    """One row per category, the overall figure, and its ratio to the target."""
+def table(result: Result, title: str) -> None:
+    """One row per category, the answerable overall, and the adversarial row apart."""
     def row(label: str, c: Counter) -> str:
         recalls = "  ".join(f"{c[k] / max(1, c['n']):.3f}" for k in KS)
         return f"{label:<22} {c['n']:>5}  {recalls}"
 
-    print(f"LoCoMo retrieval on {backend} (question as asked; any evidence turn in the top k)")
+    mean = sum(result.timings) / max(1, len(result.timings))
+    print(f"\n{title} (question as asked; any evidence turn in the top k; mean search {mean:.1f} ms)")
     print(f"{'category':<22} {'n':>5}  r@5    r@10   r@20")
     overall = Counter()
-    for cat in (1, 2, 3, 4):
-        print(row(f"{cat} {CATEGORIES[cat]}", found[cat]))
-        overall.update(found[cat])
+    for cat in ANSWERABLE:
+        print(row(f"{cat} {CATEGORIES[cat]}", result.found[cat]))
+        overall.update(result.found[cat])
     print(row("overall (1-4)", overall))
-    print(row(f"5 {CATEGORIES[5]}", found[5]))
-    at10 = overall[10] / max(1, overall["n"])
-    print(f"recall@10 overall {at10:.3f} vs target {TARGET_RECALL_AT_10:.2f} "
-          f"(ratio {at10 / TARGET_RECALL_AT_10:.2f}); mean search {mean_ms:.1f} ms")
+    print(row(f"5 {CATEGORIES[5]}", result.found[5]))
 
 
 def database(postgres: bool) -> tuple[Database, callable]:
@@ -126,26 +180,50 @@ def database(postgres: bool) -> tuple[Database, callable]:
     return db, close
 
 
+def measure(db: Database, stored: list[Stored], backend: str, hybrid: bool, tuning_only: bool = False) -> None:
+    """Tables and figures for the tuning and held-out folds, one search mode."""
+    mode = "hybrid" if hybrid else "keyword"
+    tuning = evaluate(db, [c for c in stored if is_tuning(c.sample)], hybrid)
+    table(tuning, f"LoCoMo {mode} on {backend}, tuning folds {TUNING_FOLDS}")
+    held_out = [] if tuning_only else [c for c in stored if not is_tuning(c.sample)]
+    result = evaluate(db, held_out, hybrid) if held_out else None
+    if result is not None:
+        table(result, f"LoCoMo {mode} on {backend}, held-out folds")
+    print()
+    figure(f"LoCoMo recall@10 tuning folds, {mode} ({backend})", tuning.recall(), digits=3,
+           note="tuned on: contrast only")
+    if result is not None:
+        figure(f"LoCoMo recall@10 held-out folds, {mode} ({backend})", result.recall(), digits=3,
+               target=TARGET_HYBRID if hybrid else TARGET_KEYWORD, better="higher")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres", action="store_true", help="run on the local Postgres server")
-    parser.add_argument("--hybrid", action="store_true", help="fuse embeddings in (needs the hybrid extra)")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="path of locomo-dev.json")
+    parser.add_argument("--keyword-only", action="store_true", help="skip hybrid even when installed")
+    parser.add_argument("--folds", choices=("all", "tuning"), default="all",
+                        help="'tuning': ask only the tuning folds' questions (all conversations are stored)")
+    parser.add_argument("--data", type=Path, default=None, help="path of locomo-dev.json")
     args = parser.parse_args(argv)
-    if not args.data.exists():
-        print(f"LoCoMo data not found at {args.data}", file=sys.stderr)
+    data = args.data or default_data()
+    if not data.exists():
+        print(f"LoCoMo data not found at {data} (set LOCOMO_DATA or --data)", file=sys.stderr)
         return 2
-    if args.hybrid and not search_vectors.available():
-        print("--hybrid needs the hybrid extra: see requirements-hybrid.txt", file=sys.stderr)
-        return 2
-    samples = json.loads(args.data.read_text())
+    samples = json.loads(data.read_text())
+    tuning_only = args.folds == "tuning"
+    backend = "Postgres" if args.postgres else "SQLite"
     db, close = database(args.postgres)
     try:
-        found, mean_ms = evaluate(db, samples, args.hybrid)
+        stored = [ingest(db, sample) for sample in samples]
+        measure(db, stored, backend, hybrid=False, tuning_only=tuning_only)
+        if args.keyword_only:
+            pass
+        elif search_vectors.available():
+            measure(db, stored, backend, hybrid=True, tuning_only=tuning_only)
+        else:
+            print(f"  LoCoMo hybrid: skipped, the hybrid extra is not installed ({HYBRID_INSTALL})")
     finally:
         close()
-    label = ("Postgres" if args.postgres else "SQLite") + (", hybrid" if args.hybrid else "")
-    report(found, label, mean_ms)
     return 0
 
 
