@@ -152,13 +152,22 @@ class ScriptedModel:
         """The reply for this request: a matching `on` rule first, then the script, then the default."""
         latest = latest_user_text(body)
         with self._lock:
-            chosen = next((q.popleft() for marker, q in self._rules.items() if q and marker in latest), None)
+            chosen = self._take_rule(latest)
             if chosen is None and self._script:
                 chosen = self._script.popleft()
             delay = self.latency
         source = self._default if chosen is None else chosen
         reply = source if isinstance(source, Reply) else source(body)
         return replace(reply, latency=delay) if reply.latency is None else reply
+
+    def _take_rule(self, latest: str) -> Scripted | None:
+        """The next reply of the rule whose marker appears first in the latest user message (caller holds the lock).
+
+        First by position, not by when the rule was added: the user's own words come before any block the
+        stack appends (a recalled `<memory-context>` can quote another session's marker).
+        """
+        found = [(latest.find(marker), n, q) for n, (marker, q) in enumerate(self._rules.items()) if q and marker in latest]
+        return min(found, key=lambda f: f[:2])[2].popleft() if found else None
 
     def answering(self, delta: int) -> None:
         """Count requests being answered, keeping the highest number seen at once."""
