@@ -54,29 +54,26 @@ def hold_notice(r: redis.Redis, session_id: str, event: str, data: dict[str, Any
 
 
 def start_turn(r: redis.Redis, turn_id: str, session_id: str, data: dict[str, Any]) -> int:
-    """Publish `turn.started` and take the session's held notices onto the stream, in one round trip.
-
-    One MULTI: the XADD, then LRANGE + DEL of the notices (taken atomically, so each goes out once);
-    a notice found (rare: a review finished between turns) is published right after, in order.
-    """
-    key = notices_key(session_id)
-    pipe = r.pipeline(transaction=True)
-    pipe.xadd(stream_key(turn_id), {"type": "turn.started", "data": json.dumps(data, ensure_ascii=False)},
-              maxlen=STREAM_MAXLEN, approximate=True)
-    pipe.lrange(key, 0, -1)
-    pipe.delete(key)
-    held = pipe.execute()[1]
-    _publish_notices(r, turn_id, held)
-    return len(held)
+    """Publish `turn.started` and take the session's held notices onto the stream, in one round trip."""
+    return _deliver(r, session_id, turn_id, started=data)
 
 
 def deliver_notices(r: redis.Redis, session_id: str, turn_id: str) -> int:
     """Move the session's held notices onto a turn's stream; taken atomically, so each goes out once."""
+    return _deliver(r, session_id, turn_id)
+
+
+def _deliver(r: redis.Redis, session_id: str, turn_id: str, started: dict[str, Any] | None = None) -> int:
+    """One MULTI: the `turn.started` XADD when given, then LRANGE + DEL of the held notices (taken atomically,
+    so each goes out once); a notice found (rare: a review finished between turns) is published right after."""
     key = notices_key(session_id)
     pipe = r.pipeline(transaction=True)
+    if started is not None:
+        pipe.xadd(stream_key(turn_id), {"type": "turn.started", "data": json.dumps(started, ensure_ascii=False)},
+                  maxlen=STREAM_MAXLEN, approximate=True)
     pipe.lrange(key, 0, -1)
     pipe.delete(key)
-    held = pipe.execute()[0]
+    held = pipe.execute()[-2]
     _publish_notices(r, turn_id, held)
     return len(held)
 
