@@ -39,6 +39,19 @@ def person(console_stack, stack_db):
     return key, users.find_user(stack_db, "browser-chat")
 
 
+def answer_shown(page, answer: str) -> str:
+    """Wait until `answer` is on the page and say where: "live" (streamed in, and the stream said it is complete) or
+    "transcript" (the turn ended before the page that a send or an approval redirects to had loaded, so the page
+    shows it among the kept messages and streams nothing; CI saw this once after an approval)."""
+    done = page.locator("#live-status").filter(has_text="Answer complete.")
+    kept = page.get_by_role("list", name="Transcript").get_by_text(answer)
+    done.or_(kept).first.wait_for()
+    if done.count():
+        assert answer in page.locator("#live .live-text").inner_text()
+        return "live"
+    return "transcript"
+
+
 def not_pwned(page) -> bool:
     return page.evaluate("window.__pwned") is None and page.title() != "pwned"
 
@@ -100,8 +113,7 @@ def test_approve_a_parked_command_from_the_page(page_for, person, model, console
     shot(page, "chat-approval")
     question.get_by_role("button", name="Approve", exact=True).click()
     page.get_by_role("status").filter(has_text="Approved once.").wait_for()
-    page.locator("#live .live-text").filter(has_text="build-tmp removed").wait_for()
-    page.locator("#live-status").filter(has_text="Answer complete.").wait_for()
+    answer_shown(page, "build-tmp removed")
     assert (console_stack.data_dir / CALLS_FILE).read_text().splitlines() == [DANGEROUS]
     assert page.get_by_role("group", name="Approval needed").count() == 0  # the decided question is not asked again
 
@@ -113,8 +125,7 @@ def test_a_script_in_a_message_is_shown_as_text_and_never_runs(page_for, person,
     page.goto("/chat")
     page.get_by_label("Start a new chat").fill(f"repeat after me {HOSTILE}")
     page.get_by_role("button", name="Send").click()
-    page.locator("#live-status").filter(has_text="Answer complete.").wait_for()
-    assert HOSTILE in page.locator("#live .live-text").inner_text()  # streamed in as text
+    answer_shown(page, f"You said {HOSTILE}")  # as text, streamed in or kept
     assert not_pwned(page)
     page.reload()
     transcript = page.get_by_role("list", name="Transcript")
