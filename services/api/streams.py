@@ -88,6 +88,12 @@ async def history(hub: Hub, turn_id: str, after: str, upto: str | None = None) -
         last = entries[-1][0]
 
 
+async def stream_tip(hub: Hub, turn_id: str) -> str | None:
+    """The id of the turn's newest stored event; None when its stream does not exist (yet, or any more)."""
+    newest = await hub.replay.xrevrange(events.stream_key(turn_id), count=1)
+    return newest[0][0] if newest else None
+
+
 async def follow(
     hub: Hub, turn_id: str, load_turn: TurnLoader, *, idle_seconds: float, after: str | None = None,
     known: Turn | None = None,
@@ -102,7 +108,8 @@ async def follow(
     """
     last = after or "0-0"
     try:
-        if not await hub.replay.exists(events.stream_key(turn_id)):
+        tip = await stream_tip(hub, turn_id)
+        if tip is None:
             turn = known if known is not None else await load_turn()
             if finished(turn):
                 yield terminal_from_row(turn)
@@ -110,7 +117,7 @@ async def follow(
     except (redis.RedisError, OSError):
         yield error_event(last, BROKEN)
         return
-    sub, upto = await hub.subscribe(turn_id, last)
+    sub, upto = await hub.subscribe(turn_id, last, tip=tip)
     try:
         async for event in _joined(hub, sub, turn_id, load_turn, last, upto, idle_seconds):
             if event is not None and event.type != "error":

@@ -13,7 +13,7 @@ from tests.support.processes import wait_for_turn
 from tests.support.waiting import wait_until
 
 # `hstack run` keeps its own SQLite database whatever TEST_DATABASE says, so the Postgres pass would repeat it.
-pytestmark = [pytest.mark.e2e, pytest.mark.sqlite_only]
+pytestmark = [pytest.mark.e2e, pytest.mark.sqlite_only, pytest.mark.once]
 
 MARKER = "slow question"
 IN_FLIGHT_SECONDS = 120  # the first answer is still being "thought" when the worker dies

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from shared.config import load_settings
 from shared.queue.app import make_celery
+
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 
 def test_workers_reconnect_to_a_restarted_redis_forever():

@@ -6,6 +6,8 @@ import pytest
 
 from shared.config import load_settings
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 
 def test_environment_wins_over_dotenv_and_dotenv_fills_gaps(tmp_path, monkeypatch):
     env_file = tmp_path / ".env"

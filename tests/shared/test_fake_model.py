@@ -19,6 +19,8 @@ from tests.fakes.demo import demo_reply, summarise_listing
 from tests.fakes.model import FakeModel, Reply, fail, text, tool_call
 from tests.support.env import free_port
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 LIST_FILES = [{"type": "function", "function": {"name": "list_files", "parameters": {"type": "object"}}}]
 

@@ -6,6 +6,8 @@ import pytest
 
 from shared.textmatch import MatchFailure, find_and_replace, unified_diff
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 CODE = "def total(items):\n    s = 0\n    for x in items:\n        s += x\n    return s\n"
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from shared import ids
+
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 

@@ -15,6 +15,8 @@ from shared.llm.client import make_transport
 from shared.llm.openai_compat import OpenAICompatTransport
 from tests.fakes.model import fail, text, tool_call
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 HISTORY = [
     {"role": "system", "content": "You are Hermes."},
     {"role": "user", "content": "read a.txt"},

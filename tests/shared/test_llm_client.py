@@ -18,6 +18,8 @@ from shared.llm import Cancelled, Completion, LLMClient, get_llm
 from tests.fakes.model import Reply, fail, text, tool_call
 from tests.support.env import free_port
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 HELLO = [{"role": "user", "content": "hello there"}]
 
 

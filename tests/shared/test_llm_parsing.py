@@ -13,6 +13,8 @@ from shared.llm.classify import ProviderHTTPError, classify, classify_status
 from shared.llm.deltas import DeltaRelay
 from shared.llm.openai_compat import StreamAssembly, sse_data
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 
 def test_sse_parsing_skips_comments_and_joins_multiline_data():
     lines = [": OPENROUTER PROCESSING", "", "event: message", "data: {\"a\":", "data: 1}", "", "data: [DONE]", ""]

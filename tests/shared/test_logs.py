@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
+
 from shared.logs import JsonFormatter, Redactor, session_id_var, turn_id_var
+
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 
 def render(record_msg: str, *args, secrets=None, exc=None) -> dict:

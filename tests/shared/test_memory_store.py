@@ -9,6 +9,8 @@ import pytest
 from shared.stores.memory import MemoryRequest, MemoryStore
 from shared.stores.memory_files import DELIMITER
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 
 @pytest.fixture
 def store(tmp_data_dir):

@@ -10,6 +10,8 @@ from shared.config import Settings
 from shared.redis import _sync_client, bounded_async_redis, get_async_redis
 from tests.support.env import free_port, start_embedded_redis
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 
 @pytest.fixture
 def restartable_redis(tmp_path):

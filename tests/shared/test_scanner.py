@@ -23,6 +23,8 @@ from shared.security.fences import MEMORY_CONTEXT_NOTE, fence_memory_context, ne
 from shared.security.scanner import FORMAT_CHARS, MAX_SCAN_CHARS, Finding, normalise, scan
 from shared.security.threat_patterns import PATTERNS, WORD
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 CORPUS = Path(__file__).parent / "data" / "threat_corpus"
 _ESCAPE = re.compile(r"\\u\{([0-9A-Fa-f]+)\}")
 NEUTRALISED = {"forged_fence", "forged_note"}

@@ -11,6 +11,8 @@ from shared.security.deobfuscate import close_up, fold_leet, variants
 from shared.security.encoded import decoded_runs
 from shared.security.scanner import MAX_SCAN_CHARS, scan
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 
 @pytest.mark.parametrize("spread, closed", [
     ("i g n o r e  p r e v i o u s", "ignore  previous"),

@@ -9,6 +9,8 @@ import pytest
 from shared.stores.search_dates import Day, named_dates
 from shared.stores.search_query import fts5_match, parse_query, tsquery_match
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 HOSTILE = [
     '"', '""', '"unbalanced phrase', 'a "b" "c', "*", "**deploy", "(", ")", "((a OR b)", "NEAR", "NEAR(a b)",
     "a NEAR/3 b", "-", "--x", "-foo", ":", "TODO: fix", "col:value", "body : x", "^start", "{body prev}: x",

@@ -16,6 +16,8 @@ from shared.stores.skill_format import (
     parse_skill_md,
 )
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 BUNDLED = Path(__file__).resolve().parents[2] / "skills"
 
 

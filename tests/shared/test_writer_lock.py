@@ -14,6 +14,8 @@ from shared.db import Database
 from shared.writer_lock import WriterLock, writer_lock_for
 from tests.support.waiting import wait_until
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 
 def gate_taken(path: str) -> bool:
     """Whether someone holds the turnstile's gate (a process waiting for the lock)."""

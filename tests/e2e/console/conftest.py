@@ -2,7 +2,7 @@
 
 Debian's Chromium (`/usr/bin/chromium`) driven by Playwright; nothing is downloaded at run time. Outside CI a
 missing browser skips these tests with the command that installs it; in CI (`CI` set) it fails them.
-Every test here is marked `e2e` and `sqlite_only`, so `make test` runs them once (the SQLite pass).
+Every test here is marked `e2e`, `sqlite_only` and `once`, so `make test` runs them once (its `once` pass).
 
 Fixtures: `console_stack` (api + worker + the scripted model), `console_url`, `stack_db` / `stack_settings`
 (to seed the stack's own database and DATA_DIR through the stores), `browser`, `page_for(key)` (a page
@@ -31,13 +31,14 @@ HERE = Path(__file__).resolve().parent
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark this folder's tests e2e + sqlite_only; skip them (outside CI) when the browser is missing."""
+    """Mark this folder's tests e2e + sqlite_only + once; skip them (outside CI) when the browser is missing."""
     missing = not CHROMIUM.exists() and not os.environ.get("CI")
     skip = pytest.mark.skip(reason=f"Chromium is not installed at {CHROMIUM}: {INSTALL}")
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.sqlite_only)
+            item.add_marker(pytest.mark.once)
             if missing:
                 item.add_marker(skip)
 

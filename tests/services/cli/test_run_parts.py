@@ -6,6 +6,7 @@ import io
 import os
 import stat
 
+import pytest
 import redis
 
 from services.cli.children import Console
@@ -13,6 +14,8 @@ from services.cli.redis_embedded import EmbeddedRedis
 from services.cli import run as run_module
 from services.cli.run import check_sandbox, ensure_admin_key, ensure_gateway_key
 from shared.config import load_settings
+
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 
 def test_a_missing_admin_key_is_generated_into_a_private_env_file(tmp_path, monkeypatch):

@@ -15,6 +15,8 @@ from services.cli.run import Supervisor
 from services.cli.supervision import RestartPolicy, exit_reason
 from tests.support.waiting import wait_until
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 SLEEPER = [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"]
 CRASHER = [sys.executable, "-c", "import sys; print('boom', flush=True); sys.exit(3)"]
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from services.gateway import session_keys, signing
 from services.gateway.conversation import MAX_QUEUED, ChatRunner, Throttle
 from services.gateway.platforms.telegram_ui import parse_callback
 from services.gateway.registry import Registry, register
 from services.gateway.text import split
+
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 
 def test_long_replies_split_at_paragraphs_then_lines_within_the_limit():

@@ -16,6 +16,8 @@ from services.worker.approval import (dangerous, decide, deny_list, deny_pattern
 from services.worker.approval.gate import MAX_COMMAND_CHARS
 from services.worker.approval.patterns import RULES
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 CORPUS = Path(__file__).parent / "data" / "approval_corpus"
 
 

@@ -3,9 +3,13 @@ assistant messages always in the tail."""
 
 from __future__ import annotations
 
+import pytest
+
 from shared.models.compactions import Compaction
 from shared.models.sessions import Message
 from services.worker.agent.compress_window import plan
+
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 TEXT = "x" * 400  # 100 tokens
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from shared.models.reviews import ReviewTrigger
 from services.worker.review.prompt import HEADERS, NOTHING, instruction
+
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 MEMORY_RULES = ("Never save a guess or an inference about the user", 'they said "always"', "asked you to remember it",
                 'target "user" (USER.md)', 'target "memory" (MEMORY.md)', "Never save transient errors",

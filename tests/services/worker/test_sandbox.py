@@ -21,6 +21,8 @@ from services.worker.sandbox import (Limits, ProcessNotFound, ProcessTable, Sand
 from services.worker.sandbox import launcher
 from tests.support.waiting import wait_until
 
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
+
 HAVE_BWRAP = shutil.which("bwrap") is not None
 needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP and not os.environ.get("CI"), reason="apt-get install bubblewrap")
 SECRET = "hstack-test-secret-7f3a9c"

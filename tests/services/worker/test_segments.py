@@ -6,10 +6,14 @@ import json
 import posixpath
 import random
 
+import pytest
+
 from shared.llm import ToolCall
 from services.worker.agent.toolcalls import _overlaps, plan_segments, prepare
 from services.worker.tools.registry import REGISTRY, ToolRegistry
 from tests.services.worker.helpers import tool
+
+pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 REGISTRY_FOR_TESTS = ToolRegistry([
     tool("read_file", lambda c, a: "", read_only=True, path_arg="path"),
