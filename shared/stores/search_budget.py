@@ -1,7 +1,12 @@
 """How much ranking one search may do, the same on both backends.
 
 BM25 over every match costs time in proportion to the history: the backend scores each matching
-row and counts each term's rows for its IDF. So:
+row and counts each term's rows for its IDF. So, first by the size of the user's own scope (counted
+through the user's indexes, never the search index, and no further than `budget`):
+- an empty scope has no candidates: no full-text query runs at all;
+- a scope smaller than `budget` is searched on its own rows alone, whatever everyone else wrote: a
+  user's words may be in every other user's messages, and walking those costs the whole database;
+then, for a larger scope, by the query's matches in the whole index:
 - a query of required terms only (quoted phrases, AND) lists its newest matches, unranked;
 - a query matching fewer than `budget` rows is ranked whole;
 - a broader one ranks only its rarest terms (together under `budget` rows) and adds the newest
@@ -27,11 +32,19 @@ class Backend:
     ranked: Callable[[ParsedQuery], Found]  # the best candidates by BM25
     newest: Callable[[ParsedQuery, bool], Found]  # the newest matches; True: holding a term themselves
     budget: int
+    scope_size: Callable[[], int]  # the scope's messages, counting no further than the budget
+    own: Callable[[ParsedQuery, bool], Found]  # the scope's rows alone: ranked, or (True) the newest matches
 
 
 def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     """Candidates for `parsed` within the backend's budget of ranked rows."""
-    if all(t.required for t in parsed.terms):
+    size = backend.scope_size()
+    required = all(t.required for t in parsed.terms)
+    if size == 0:
+        return {}
+    if size < backend.budget:
+        return backend.own(parsed, required)
+    if required:
         return backend.newest(parsed, False)
     if backend.count(parsed) < backend.budget:
         return backend.ranked(parsed)

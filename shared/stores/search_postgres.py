@@ -8,6 +8,11 @@ each document, stopping at the limit: a bitmap over every match of a word found 
 history would cost time in proportion to the whole database. The walk is bounded; a rarer term
 (or one this user seldom uses) is found through the GIN index.
 
+A user whose scope is smaller than the budget is searched on their own documents only, walked
+through the (user_id, message_id) index and each tested: the GIN index would hand over every other
+user's matches first. The ranking is the same either way (its document frequencies are counted
+over the user's matches).
+
 The document holds the message (weight A) and the two messages before it (B, C); BM25 counts an
 occurrence as 1, 0.5 or 0.2 by weight, the way FTS5's column weights do on SQLite.
 """
@@ -31,9 +36,13 @@ SMALL_TABLE = 10_000  # below this many rows the planner's estimate may be stale
 BUDGET = 3000  # matching documents ranked per query at most (see search_budget)
 WALK = 20_000  # a user's newest documents tested one by one, at most, when listing a common term's matches
 
+# Every match in the database, through the GIN index; the user's are kept after.
+_MATCHED = "SELECT message_id FROM message_search WHERE document @@ to_tsquery('english', :match)"
+# A small scope's matches, through the (user_id, message_id) index: `IS TRUE` keeps the planner off GIN.
+_OWN_MATCHED = ("SELECT message_id FROM message_search WHERE user_id = :scope_user "
+                "AND (document @@ to_tsquery('english', :match)) IS TRUE")
 _RANK = f"""
-WITH matched AS MATERIALIZED (
-    SELECT message_id FROM message_search WHERE document @@ to_tsquery('english', :match)),
+WITH matched AS MATERIALIZED ({{matched}}),
 hits AS MATERIALIZED (
     SELECT ms.message_id, ms.prev_id, ms.prev2_id, ms.doc_len, ms.document
     FROM matched JOIN message_search AS ms USING (message_id) {{joins}}
@@ -60,9 +69,7 @@ LIMIT :pool
 
 _PREFIXES = "\n       OR EXISTS (SELECT 1 FROM unnest(CAST(:prefixes AS text[])) AS p WHERE starts_with(d.lexeme, p))"
 # Through the GIN index: every match in the database, then the user's newest.
-_NEWEST_MATCHED = """
-WITH matched AS MATERIALIZED (
-    SELECT message_id FROM message_search WHERE document @@ to_tsquery('english', :match))
+_NEWEST_MATCHED = "WITH matched AS MATERIALIZED (" + _MATCHED + """)
 SELECT ms.message_id, ms.prev_id, ms.prev2_id
 FROM matched JOIN message_search AS ms USING (message_id) {joins}
 WHERE {where}
@@ -91,8 +98,18 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
         ranked=lambda q: _ranked(s, q, joins, where, params, pool),
         newest=lambda q, own: _newest(s, tsquery_match(q, body_only=own), joins, where, params, few),
         budget=BUDGET,
+        scope_size=lambda: scope.size(s, BUDGET),
+        own=lambda q, newest: (_own_newest(s, tsquery_match(q), joins, where, params, few) if newest
+                               else _ranked(s, q, joins, where, params, pool, _OWN_MATCHED)),
     ))
     return list(found.values())
+
+
+def _own_newest(s: Session, match: str, joins: str, where: str, params: dict, few: int) -> dict[int, Candidate]:
+    """A small scope's `few` newest matches: its every document (fewer than BUDGET) tested, newest first."""
+    rows = s.execute(text(_NEWEST_WALKED.format(joins=joins, where=where)),
+                     {**params, "match": match, "few": few, "walk": BUDGET}).all()
+    return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
 
 
 def _count(s: Session, match: str) -> int:
@@ -103,11 +120,13 @@ def _count(s: Session, match: str) -> int:
     ), {"match": match, "cap": BUDGET}).scalar()
 
 
-def _ranked(s: Session, parsed: ParsedQuery, joins: str, where: str, params: dict, pool: int) -> dict[int, Candidate]:
+def _ranked(s: Session, parsed: ParsedQuery, joins: str, where: str, params: dict, pool: int,
+            matched: str = _MATCHED) -> dict[int, Candidate]:
+    """The best `pool` of the scope's documents found by `matched` (the whole index's, or the scope's own)."""
     lexemes, prefixes = _lexemes(s, parsed)
     if not lexemes and not prefixes:
         return {}
-    sql = _RANK.format(joins=joins, where=where, prefixes=_PREFIXES if prefixes else "")
+    sql = _RANK.format(matched=matched, joins=joins, where=where, prefixes=_PREFIXES if prefixes else "")
     rows = s.execute(text(sql), {
         **params, "match": tsquery_match(parsed), "lexemes": lexemes, "prefixes": prefixes,
         "total": _total(s), "pool": pool,
