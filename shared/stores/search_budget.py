@@ -5,8 +5,11 @@ row and counts each term's rows for its IDF. So, first by the size of the user's
 through the user's indexes, never the search index, and no further than `budget`):
 - an empty scope has no candidates: no full-text query runs at all;
 - a scope smaller than `budget` is searched on its own rows alone, whatever everyone else wrote: a
-  user's words may be in every other user's messages, and walking those costs the whole database;
-then, for a larger scope, by the query's matches in the whole index:
+  user's words may be in every other user's messages, and walking those costs the whole database.
+  Where that costs per row of the scope (SQLite indexes the rows afresh), a query matching fewer
+  rows in the whole index than the scope holds (a rare word, no hit) takes the plan below instead,
+  which then costs less than the scope;
+then by the query's matches in the whole index:
 - a query of required terms only (quoted phrases, AND) lists its newest matches, unranked;
 - a query matching fewer than `budget` rows is ranked whole;
 - a broader one ranks only its rarest terms (together under `budget` rows) and adds the newest
@@ -28,12 +31,13 @@ Found = dict[int, Candidate]
 class Backend:
     """A backend's primitives over a parsed query (its user scope already bound)."""
 
-    count: Callable[[ParsedQuery], int]  # matching rows, counting no further than the budget
+    count: Callable[[ParsedQuery, int], int]  # matching rows in the whole index, counting no further than the cap
     ranked: Callable[[ParsedQuery], Found]  # the best candidates by BM25
     newest: Callable[[ParsedQuery, bool], Found]  # the newest matches; True: holding a term themselves
     budget: int
     scope_size: Callable[[], int]  # the scope's messages, counting no further than the budget
     own: Callable[[ParsedQuery, bool], Found]  # the scope's rows alone: ranked, or (True) the newest matches
+    own_by_row: bool  # `own` costs per row of the scope, not per match
 
 
 def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
@@ -42,11 +46,11 @@ def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     required = all(t.required for t in parsed.terms)
     if size == 0:
         return {}
-    if size < backend.budget:
+    if size < backend.budget and not (backend.own_by_row and backend.count(parsed, size) < size):
         return backend.own(parsed, required)
     if required:
         return backend.newest(parsed, False)
-    if backend.count(parsed) < backend.budget:
+    if backend.count(parsed, backend.budget) < backend.budget:
         return backend.ranked(parsed)
     rare = _rarest(parsed.terms, backend)
     found = backend.ranked(ParsedQuery(rare)) if rare else {}
@@ -57,7 +61,7 @@ def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
 
 def _rarest(terms: tuple[Term, ...], backend: Backend) -> tuple[Term, ...]:
     """The rarest terms, as optional ones, whose rows together stay under the budget."""
-    counted = sorted((backend.count(ParsedQuery((Term(t.atoms),))), i) for i, t in enumerate(terms))
+    counted = sorted((backend.count(ParsedQuery((Term(t.atoms),)), backend.budget), i) for i, t in enumerate(terms))
     chosen, rows = [], 0
     for count, i in counted:
         if rows + count >= backend.budget:

@@ -94,13 +94,14 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
     """The best `pool` messages by BM25, or `few` newest unranked, within the budget (see search_budget)."""
     joins, where, params = scope.indexed()
     found = budgeted(parsed, Backend(
-        count=lambda q: _count(s, tsquery_match(q)),
+        count=lambda q, cap: _count(s, tsquery_match(q), cap),
         ranked=lambda q: _ranked(s, q, joins, where, params, pool),
         newest=lambda q, own: _newest(s, tsquery_match(q, body_only=own), joins, where, params, few),
         budget=BUDGET,
         scope_size=lambda: scope.size(s, BUDGET),
         own=lambda q, newest: (_own_newest(s, tsquery_match(q), joins, where, params, few) if newest
                                else _ranked(s, q, joins, where, params, pool, _OWN_MATCHED)),
+        own_by_row=False,  # a walk testing each document: no dearer than finding the matches through GIN
     ))
     return list(found.values())
 
@@ -112,12 +113,12 @@ def _own_newest(s: Session, match: str, joins: str, where: str, params: dict, fe
     return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
 
 
-def _count(s: Session, match: str) -> int:
-    """How many documents match, counting no further than BUDGET."""
+def _count(s: Session, match: str, cap: int) -> int:
+    """How many documents match, counting no further than `cap`."""
     return s.execute(text(
         "SELECT count(*) FROM (SELECT 1 FROM message_search WHERE document @@ to_tsquery('english', :match) "
         "LIMIT :cap) AS m"
-    ), {"match": match, "cap": BUDGET}).scalar()
+    ), {"match": match, "cap": cap}).scalar()
 
 
 def _ranked(s: Session, parsed: ParsedQuery, joins: str, where: str, params: dict, pool: int,
@@ -138,7 +139,7 @@ def _newest(s: Session, match: str, joins: str, where: str, params: dict, few: i
     """The user's `few` newest matches: by a bounded walk of their newest messages when the match is
     common (at least BUDGET documents), else (or when the walk finds too few) through the GIN index."""
     rows = []
-    if _count(s, match) >= BUDGET:
+    if _count(s, match, BUDGET) >= BUDGET:
         rows = s.execute(text(_NEWEST_WALKED.format(joins=joins, where=where)),
                          {**params, "match": match, "few": few, "walk": WALK}).all()
     if len(rows) < few:

@@ -53,12 +53,13 @@ def _latin(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -
     where, params = scope.where()
     latin = ParsedQuery(tuple(t for t in parsed.terms if not t.cjk), tuple(t for t in parsed.excluded if not t.cjk))
     return budgeted(latin, Backend(
-        count=lambda q: _count(s, fts5_match(q, BODY, ALL_COLUMNS)),
+        count=lambda q, cap: _count(s, fts5_match(q, BODY, ALL_COLUMNS), cap),
         ranked=lambda q: _ranked(s, fts5_match(q, BODY, ALL_COLUMNS), where, params, pool),
         newest=lambda q, own: _newest(s, fts5_match(q, BODY, BODY if own else ALL_COLUMNS), where, params, few),
         budget=BUDGET,
         scope_size=lambda: scope.size(s, BUDGET),
         own=lambda q, newest: _own(s, q, scope, few if newest else pool, newest),
+        own_by_row=True,
     ))
 
 
@@ -98,11 +99,11 @@ def _newest(s: Session, match: str, where: str, params: dict, limit: int) -> dic
     return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
 
 
-def _count(s: Session, match: str) -> int:
-    """How many rows match, counting no further than BUDGET."""
+def _count(s: Session, match: str, cap: int) -> int:
+    """How many rows match, counting no further than `cap`."""
     return s.execute(text(
         "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH :match LIMIT :cap)"
-    ), {"match": match, "cap": BUDGET}).scalar()
+    ), {"match": match, "cap": cap}).scalar()
 
 
 def _ranked(s: Session, match: str, where: str, params: dict, pool: int) -> dict[int, Candidate]:
