@@ -31,7 +31,7 @@ Found = dict[int, Candidate]
 class Backend:
     """A backend's primitives over a parsed query (its user scope already bound)."""
 
-    count: Callable[[ParsedQuery, int], int]  # matching rows in the whole index, counting no further than the cap
+    count: Callable[[ParsedQuery, int], int]  # matching rows in the whole index, counting no further than a cap
     ranked: Callable[[ParsedQuery], Found]  # the best candidates by BM25
     newest: Callable[[ParsedQuery, bool], Found]  # the newest matches; True: holding a term themselves
     budget: int
@@ -46,7 +46,7 @@ def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     required = all(t.required for t in parsed.terms)
     if size == 0:
         return {}
-    if size < backend.budget and not (backend.own_by_row and backend.count(parsed, size) < size):
+    if _own_is_cheaper(parsed, backend, size):
         return backend.own(parsed, required)
     if required:
         return backend.newest(parsed, False)
@@ -59,9 +59,18 @@ def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     return found
 
 
+def _own_is_cheaper(parsed: ParsedQuery, backend: Backend, size: int) -> bool:
+    """Whether searching the scope's own rows costs less than finding the query's matches in the whole
+    index: always below the budget, unless `own` costs per row and the query matches fewer rows."""
+    if size >= backend.budget:
+        return False
+    return not backend.own_by_row or backend.count(parsed, size) >= size
+
+
 def _rarest(terms: tuple[Term, ...], backend: Backend) -> tuple[Term, ...]:
     """The rarest terms, as optional ones, whose rows together stay under the budget."""
-    counted = sorted((backend.count(ParsedQuery((Term(t.atoms),)), backend.budget), i) for i, t in enumerate(terms))
+    counted = sorted((backend.count(ParsedQuery((Term(t.atoms),)), backend.budget), i)
+                     for i, t in enumerate(terms))
     chosen, rows = [], 0
     for count, i in counted:
         if rows + count >= backend.budget:

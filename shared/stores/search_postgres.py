@@ -38,9 +38,14 @@ WALK = 20_000  # a user's newest documents tested one by one, at most, when list
 
 # Every match in the database, through the GIN index; the user's are kept after.
 _MATCHED = "SELECT message_id FROM message_search WHERE document @@ to_tsquery('english', :match)"
-# A small scope's matches, through the (user_id, message_id) index: `IS TRUE` keeps the planner off GIN.
+# A small scope's matches, each of its documents tested (`IS TRUE` keeps the planner off GIN): through
+# the (user_id, message_id) index, or messages' (session_id, id) when one session narrows (a user's
+# session of a long history); `hits` applies the rest of the scope. Joining messages for a role or
+# an excluded session here would make the planner scan every message.
 _OWN_MATCHED = ("SELECT message_id FROM message_search WHERE user_id = :scope_user "
                 "AND (document @@ to_tsquery('english', :match)) IS TRUE")
+_SESSION_MATCHED = ("SELECT ms.message_id FROM messages AS m JOIN message_search AS ms ON ms.message_id = m.id "
+                    "WHERE m.session_id = :scope_session AND (ms.document @@ to_tsquery('english', :match)) IS TRUE")
 _RANK = f"""
 WITH matched AS MATERIALIZED ({{matched}}),
 hits AS MATERIALIZED (
@@ -100,10 +105,14 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
         budget=BUDGET,
         scope_size=lambda: scope.size(s, BUDGET),
         own=lambda q, newest: (_own_newest(s, tsquery_match(q), joins, where, params, few) if newest
-                               else _ranked(s, q, joins, where, params, pool, _OWN_MATCHED)),
+                               else _ranked(s, q, joins, where, params, pool, _own_matched(scope))),
         own_by_row=False,  # a walk testing each document: no dearer than finding the matches through GIN
     ))
     return list(found.values())
+
+
+def _own_matched(scope: Scope) -> str:
+    return _OWN_MATCHED if scope.session_id is None else _SESSION_MATCHED
 
 
 def _own_newest(s: Session, match: str, joins: str, where: str, params: dict, few: int) -> dict[int, Candidate]:

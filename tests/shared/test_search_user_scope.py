@@ -6,6 +6,8 @@ backends' ranking budget), on SQLite and Postgres alike.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from sqlalchemy import event
 
@@ -19,14 +21,14 @@ WORDS = "zeppelin marmalade heliotrope lighthouse"
 
 @pytest.fixture(scope="module")
 def crowd(db):
-    """Another user whose every message holds the small users' words."""
+    """Another user (`.user`, `.chats`) whose every message holds the small users' words."""
     assert CROWD > max(search_sqlite.BUDGET, search_postgres.BUDGET)
     other = make_user(db)
     chats = [make_session(db, other.id) for _ in range(CROWD // 100)]
     rows = [{"session_id": chats[i % len(chats)].id, "role": "user" if i % 2 == 0 else "assistant",
              "content": f"the crowd's {WORDS} note number {i}"} for i in range(CROWD)]
     sessions.bulk_insert_messages(db, rows)
-    return other
+    return SimpleNamespace(user=other, chats=chats)
 
 
 def recall(db, user_id: str, query: str, current: str, **kwargs):
@@ -107,3 +109,11 @@ def test_an_empty_scope_answers_nothing_without_a_full_text_query(db, crowd):
         event.remove(db.engine, "before_cursor_execute", seen)
     assert statements
     assert not [s for s in statements if "MATCH" in s or "@@" in s]
+
+
+def test_one_session_of_a_long_history_is_searched_on_its_own(db, crowd):
+    """A session narrows the scope below the budget however long the history: only its matches come back."""
+    chat = crowd.chats[7]
+    hits = search_messages(db, crowd.user.id, f"{WORDS} note", session_id=chat.id, limit=100)
+    assert len(hits) == 100
+    assert {h.session_id for h in hits} == {chat.id}
