@@ -6,9 +6,9 @@ through the user's indexes, never the search index, and no further than `budget`
 - an empty scope has no candidates: no full-text query runs at all;
 - a scope smaller than `budget` is searched on its own rows alone, whatever everyone else wrote: a
   user's words may be in every other user's messages, and walking those costs the whole database.
-  Where that costs per row of the scope (SQLite indexes the rows afresh), a query matching fewer
-  rows in the whole index than the scope holds (a rare word, no hit) takes the plan below instead,
-  which then costs less than the scope;
+  Where a scope row costs more than a match (SQLite indexes the rows afresh, `own_row_cost` times
+  dearer), a query matching fewer rows in the whole index than the scope is worth (a rare word, no
+  hit, a small database) takes the plan below instead, which then costs less than the scope;
 then by the query's matches in the whole index:
 - a query of required terms only (quoted phrases, AND) lists its newest matches, unranked;
 - a query matching fewer than `budget` rows is ranked whole;
@@ -37,7 +37,7 @@ class Backend:
     budget: int
     scope_size: Callable[[], int]  # the scope's messages, counting no further than the budget
     own: Callable[[ParsedQuery, bool], Found]  # the scope's rows alone: ranked, or (True) the newest matches
-    own_by_row: bool  # `own` costs per row of the scope, not per match
+    own_row_cost: int  # matches ranked in the whole index costing what one scope row costs `own` (0: never dearer)
 
 
 def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
@@ -60,11 +60,15 @@ def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
 
 
 def _own_is_cheaper(parsed: ParsedQuery, backend: Backend, size: int) -> bool:
-    """Whether searching the scope's own rows costs less than finding the query's matches in the whole
-    index: always below the budget, unless `own` costs per row and the query matches fewer rows."""
+    """Whether searching the scope's own rows costs less than the plan over the whole index: a scope
+    below the budget, and a query matching at least what the scope's rows cost in matches (counting
+    stops there) or too many rows to rank (the whole-index plan would walk every user's matches)."""
     if size >= backend.budget:
         return False
-    return not backend.own_by_row or backend.count(parsed, size) >= size
+    if not backend.own_row_cost:
+        return True
+    worth = min(size * backend.own_row_cost, backend.budget)
+    return backend.count(parsed, worth) >= worth
 
 
 def _rarest(terms: tuple[Term, ...], backend: Backend) -> tuple[Term, ...]:

@@ -106,7 +106,7 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
         scope_size=lambda: scope.size(s, BUDGET),
         own=lambda q, newest: (_own_newest(s, tsquery_match(q), joins, where, params, few) if newest
                                else _ranked(s, q, joins, where, params, pool, _own_matched(scope))),
-        own_by_row=False,  # a walk testing each document: no dearer than finding the matches through GIN
+        own_row_cost=0,  # a walk testing each document: no dearer than finding the matches through GIN
     ))
     return list(found.values())
 
