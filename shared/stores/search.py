@@ -12,8 +12,9 @@ call it. Scores are comparable within one call only. Ranking, in three steps:
 A query of required terms only (quoted phrases, AND) lists its matches newest first. A query
 matching more rows than the backend's budget ranks its rarest terms and adds its newest matches
 unranked (score 0), so one search never costs time in proportion to the whole history. A user with
-fewer messages than the budget is searched on their own rows alone (on SQLite ranked in a scratch
-index of them, by their own statistics): their cost never depends on what other users wrote.
+fewer messages than the budget whose words are common in the whole index is searched on their own
+rows alone (on SQLite ranked in a scratch index of them, by their own statistics), so what other
+users wrote never makes a new user's search dearer (see search_budget).
 Hybrid search (SEARCH_HYBRID, an install extra) adds the 50 messages closest to the query by
 sentence embedding and ranks by keyword score (scaled to the best) + weight x cosine similarity.
 """
