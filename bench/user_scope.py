@@ -7,10 +7,7 @@ in a good share of them), and users with 0, 50 and 2,000 messages of their own f
 vocabulary. Each user asks the questions bench.turns' recall turns ask ("how did we handle the
 <four words> last time?") the way the recall provider searches (limit 10, pool 40, the current
 session excluded). Prints the median ms per user and, as figures, each smaller user's median over
-the 100k user's: for the new users (0 and 50 messages) the target is at most 1 — a new user never
-pays for another user's history. The 2,000-message user has no target: below the ranking budget a
-user's whole history is ranked by BM25 (cost in proportion to it), while the 100k user's common
-words only list their newest matches, unranked.
+the 100k user's, with a target of at most 1: a user never pays for another user's history.
 """
 
 from __future__ import annotations
@@ -30,7 +27,6 @@ from shared.stores.search import search_messages
 
 OTHER = 100_000
 OWN = (0, 50, 2_000)
-NEW_USERS = (0, 50)  # the ones with a target
 WARM = 5
 
 
@@ -88,7 +84,7 @@ def report(backend: str, medians: dict[int, float], other: int) -> None:
         print(f"  {n:>9,} own messages: {ms:8.1f} ms", flush=True)
     for n in OWN:
         figure(f"user search, {n:,} own vs {other:,} own msgs ({name})", medians[n] / medians[other], "x",
-               target=1.0 if n in NEW_USERS else None, digits=2,
+               target=1.0, digits=2,
                note=f"{medians[n]:.1f} ms vs {medians[other]:.1f} ms")
 
 

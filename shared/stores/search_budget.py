@@ -8,7 +8,9 @@ through the user's indexes, never the search index, and no further than `budget`
   user's words may be in every other user's messages, and walking those costs the whole database.
   Where a scope row costs more than a match (SQLite indexes the rows afresh, `own_row_cost` times
   dearer), a query matching fewer rows in the whole index than the scope is worth (a rare word, no
-  hit, a small database) takes the plan below instead, which then costs less than the scope;
+  hit, a small database) takes the plan below instead, which then costs less than the scope, and so
+  does a scope above `own_max` (SQLite: indexing 500 rows afresh costs ~7 ms, already the price of
+  the plan below for a user whose own messages are among the newest);
 then by the query's matches in the whole index:
 - a query of required terms only (quoted phrases, AND) lists its newest matches, unranked;
 - a query matching fewer than `budget` rows is ranked whole;
@@ -38,6 +40,7 @@ class Backend:
     scope_size: Callable[[], int]  # the scope's messages, counting no further than the budget
     own: Callable[[ParsedQuery, bool], Found]  # the scope's rows alone: ranked, or (True) the newest matches
     own_row_cost: int  # matches ranked in the whole index costing what one scope row costs `own` (0: never dearer)
+    own_max: int = 0  # the largest scope `own` takes (0: up to the budget)
 
 
 def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
@@ -63,7 +66,7 @@ def _own_is_cheaper(parsed: ParsedQuery, backend: Backend, size: int) -> bool:
     """Whether searching the scope's own rows costs less than the plan over the whole index: a scope
     below the budget, and a query matching at least what the scope's rows cost in matches (counting
     stops there) or too many rows to rank (the whole-index plan would walk every user's matches)."""
-    if size >= backend.budget:
+    if size >= min(backend.own_max or backend.budget, backend.budget):
         return False
     if not backend.own_row_cost:
         return True

@@ -23,6 +23,7 @@ WEIGHTS = "1.0, 0.5, 0.2"  # the message, the one before it, the one before that
 TRIGRAM_CHARS = 3
 BUDGET = 3000  # matching rows FTS5 ranks per query at most (see search_budget)
 OWN_ROW_COST = 12  # a scope row loaded and indexed afresh ≈ 13 µs, a match ranked by messages_fts ≈ 1.1 µs
+OWN_MAX = 500  # scope rows indexed afresh at most (≈ 7 ms); a larger scope takes the whole-index plan
 _FROM = "JOIN messages AS m ON m.id = {t}.rowid JOIN sessions AS s ON s.id = m.session_id"
 _SCRATCH = ("CREATE VIRTUAL TABLE own USING fts5(body, prev, prev2, prev_id UNINDEXED, prev2_id UNINDEXED, "
             f"tokenize = '{TOKENIZER}')")
@@ -61,6 +62,7 @@ def _latin(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -
         scope_size=lambda: scope.size(s, BUDGET),
         own=lambda q, newest: _own(s, q, scope, few if newest else pool, newest),
         own_row_cost=OWN_ROW_COST,
+        own_max=OWN_MAX,
     ))
 
 
