@@ -43,6 +43,7 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.recall
 	@$(BIN)/python -m bench.locomo
 	@$(BIN)/python -m bench.search
+	@$(BIN)/python -m bench.user_scope
 	@$(BIN)/python -m bench.sandbox
 	@$(BIN)/python -m bench.approval
 	@$(BIN)/python -m bench.compression

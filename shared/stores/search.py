@@ -9,9 +9,12 @@ call it. Scores are comparable within one call only. Ranking, in three steps:
 3. a hit must hold at least one term itself (context only ranks it), every required term and no
    excluded one; coverage is measured on the message itself. Each term it holds beyond the first
    adds 10% to its score, and a message sent on a date the query names doubles it.
-A query of required terms only (quoted phrases, AND) lists its matches newest first. On SQLite a
-query matching more rows than the backend's budget ranks its rarest terms and adds its newest
-matches unranked (score 0), so one search never costs time in proportion to the whole history.
+A query of required terms only (quoted phrases, AND) lists its matches newest first. A query
+matching more rows than the backend's budget ranks its rarest terms and adds its newest matches
+unranked (score 0), so one search never costs time in proportion to the whole history. A user with
+fewer messages than the budget whose words are common in the whole index is searched on their own
+rows alone (on SQLite ranked in a scratch index of them, by their own statistics), so what other
+users wrote never makes a new user's search dearer (see search_budget).
 Hybrid search (SEARCH_HYBRID, an install extra) adds the 50 messages closest to the query by
 sentence embedding and ranks by keyword score (scaled to the best) + weight x cosine similarity.
 """

@@ -1,7 +1,17 @@
 """How much ranking one search may do, the same on both backends.
 
 BM25 over every match costs time in proportion to the history: the backend scores each matching
-row and counts each term's rows for its IDF. So:
+row and counts each term's rows for its IDF. So, first by the size of the user's own scope (counted
+through the user's indexes, never the search index, and no further than `budget`):
+- an empty scope has no candidates: no full-text query runs at all;
+- a scope smaller than `budget` is searched on its own rows alone, whatever everyone else wrote: a
+  user's words may be in every other user's messages, and walking those costs the whole database.
+  Where a scope row costs more than a match (SQLite indexes the rows afresh, `own_row_cost` times
+  dearer), a query matching fewer rows in the whole index than the scope is worth (a rare word, no
+  hit, a small database) takes the plan below instead, which then costs less than the scope, and so
+  does a scope above `own_max` (SQLite: indexing 500 rows afresh costs ~7 ms, already the price of
+  the plan below for a user whose own messages are among the newest);
+then by the query's matches in the whole index:
 - a query of required terms only (quoted phrases, AND) lists its newest matches, unranked;
 - a query matching fewer than `budget` rows is ranked whole;
 - a broader one ranks only its rarest terms (together under `budget` rows) and adds the newest
@@ -23,17 +33,27 @@ Found = dict[int, Candidate]
 class Backend:
     """A backend's primitives over a parsed query (its user scope already bound)."""
 
-    count: Callable[[ParsedQuery], int]  # matching rows, counting no further than the budget
+    count: Callable[[ParsedQuery, int], int]  # matching rows in the whole index, counting no further than a cap
     ranked: Callable[[ParsedQuery], Found]  # the best candidates by BM25
     newest: Callable[[ParsedQuery, bool], Found]  # the newest matches; True: holding a term themselves
     budget: int
+    scope_size: Callable[[], int]  # the scope's messages, counting no further than the budget
+    own: Callable[[ParsedQuery, bool], Found]  # the scope's rows alone: ranked, or (True) the newest matches
+    own_row_cost: int  # matches ranked in the whole index costing what one scope row costs `own` (0: never dearer)
+    own_max: int = 0  # the largest scope `own` takes (0: up to the budget)
 
 
 def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     """Candidates for `parsed` within the backend's budget of ranked rows."""
-    if all(t.required for t in parsed.terms):
+    size = backend.scope_size()
+    required = all(t.required for t in parsed.terms)
+    if size == 0:
+        return {}
+    if _own_is_cheaper(parsed, backend, size):
+        return backend.own(parsed, required)
+    if required:
         return backend.newest(parsed, False)
-    if backend.count(parsed) < backend.budget:
+    if backend.count(parsed, backend.budget) < backend.budget:
         return backend.ranked(parsed)
     rare = _rarest(parsed.terms, backend)
     found = backend.ranked(ParsedQuery(rare)) if rare else {}
@@ -42,9 +62,22 @@ def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     return found
 
 
+def _own_is_cheaper(parsed: ParsedQuery, backend: Backend, size: int) -> bool:
+    """Whether searching the scope's own rows costs less than the plan over the whole index: a scope
+    below the budget, and a query matching at least what the scope's rows cost in matches (counting
+    stops there) or too many rows to rank (the whole-index plan would walk every user's matches)."""
+    if size >= min(backend.own_max or backend.budget, backend.budget):
+        return False
+    if not backend.own_row_cost:
+        return True
+    worth = min(size * backend.own_row_cost, backend.budget)
+    return backend.count(parsed, worth) >= worth
+
+
 def _rarest(terms: tuple[Term, ...], backend: Backend) -> tuple[Term, ...]:
     """The rarest terms, as optional ones, whose rows together stay under the budget."""
-    counted = sorted((backend.count(ParsedQuery((Term(t.atoms),))), i) for i, t in enumerate(terms))
+    counted = sorted((backend.count(ParsedQuery((Term(t.atoms),)), backend.budget), i)
+                     for i, t in enumerate(terms))
     chosen, rows = [], 0
     for count, i in counted:
         if rows + count >= backend.budget:

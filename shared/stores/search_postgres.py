@@ -8,6 +8,11 @@ each document, stopping at the limit: a bitmap over every match of a word found 
 history would cost time in proportion to the whole database. The walk is bounded; a rarer term
 (or one this user seldom uses) is found through the GIN index.
 
+A user whose scope is smaller than the budget is searched on their own documents only, walked
+through the (user_id, message_id) index and each tested: the GIN index would hand over every other
+user's matches first. The ranking is the same either way (its document frequencies are counted
+over the user's matches).
+
 The document holds the message (weight A) and the two messages before it (B, C); BM25 counts an
 occurrence as 1, 0.5 or 0.2 by weight, the way FTS5's column weights do on SQLite.
 """
@@ -31,9 +36,18 @@ SMALL_TABLE = 10_000  # below this many rows the planner's estimate may be stale
 BUDGET = 3000  # matching documents ranked per query at most (see search_budget)
 WALK = 20_000  # a user's newest documents tested one by one, at most, when listing a common term's matches
 
+# Every match in the database, through the GIN index; the user's are kept after.
+_MATCHED = "SELECT message_id FROM message_search WHERE document @@ to_tsquery('english', :match)"
+# A small scope's matches, each of its documents tested (`IS TRUE` keeps the planner off GIN): through
+# the (user_id, message_id) index, or messages' (session_id, id) when one session narrows (a user's
+# session of a long history); `hits` applies the rest of the scope. Joining messages for a role or
+# an excluded session here would make the planner scan every message.
+_OWN_MATCHED = ("SELECT message_id FROM message_search WHERE user_id = :scope_user "
+                "AND (document @@ to_tsquery('english', :match)) IS TRUE")
+_SESSION_MATCHED = ("SELECT ms.message_id FROM messages AS m JOIN message_search AS ms ON ms.message_id = m.id "
+                    "WHERE m.session_id = :scope_session AND (ms.document @@ to_tsquery('english', :match)) IS TRUE")
 _RANK = f"""
-WITH matched AS MATERIALIZED (
-    SELECT message_id FROM message_search WHERE document @@ to_tsquery('english', :match)),
+WITH matched AS MATERIALIZED ({{matched}}),
 hits AS MATERIALIZED (
     SELECT ms.message_id, ms.prev_id, ms.prev2_id, ms.doc_len, ms.document
     FROM matched JOIN message_search AS ms USING (message_id) {{joins}}
@@ -60,9 +74,7 @@ LIMIT :pool
 
 _PREFIXES = "\n       OR EXISTS (SELECT 1 FROM unnest(CAST(:prefixes AS text[])) AS p WHERE starts_with(d.lexeme, p))"
 # Through the GIN index: every match in the database, then the user's newest.
-_NEWEST_MATCHED = """
-WITH matched AS MATERIALIZED (
-    SELECT message_id FROM message_search WHERE document @@ to_tsquery('english', :match))
+_NEWEST_MATCHED = "WITH matched AS MATERIALIZED (" + _MATCHED + """)
 SELECT ms.message_id, ms.prev_id, ms.prev2_id
 FROM matched JOIN message_search AS ms USING (message_id) {joins}
 WHERE {where}
@@ -87,27 +99,44 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
     """The best `pool` messages by BM25, or `few` newest unranked, within the budget (see search_budget)."""
     joins, where, params = scope.indexed()
     found = budgeted(parsed, Backend(
-        count=lambda q: _count(s, tsquery_match(q)),
+        count=lambda q, cap: _count(s, tsquery_match(q), cap),
         ranked=lambda q: _ranked(s, q, joins, where, params, pool),
         newest=lambda q, own: _newest(s, tsquery_match(q, body_only=own), joins, where, params, few),
         budget=BUDGET,
+        scope_size=lambda: scope.size(s, BUDGET),
+        own=lambda q, newest: (_own_newest(s, tsquery_match(q), joins, where, params, few) if newest
+                               else _ranked(s, q, joins, where, params, pool, _own_matched(scope))),
+        own_row_cost=0,  # a walk testing each document: no dearer than finding the matches through GIN
     ))
     return list(found.values())
 
 
-def _count(s: Session, match: str) -> int:
-    """How many documents match, counting no further than BUDGET."""
+def _own_matched(scope: Scope) -> str:
+    return _OWN_MATCHED if scope.session_id is None else _SESSION_MATCHED
+
+
+def _own_newest(s: Session, match: str, joins: str, where: str, params: dict, few: int) -> dict[int, Candidate]:
+    """A small scope's `few` newest matches: its every document (fewer than BUDGET) tested, newest first."""
+    rows = s.execute(text(_NEWEST_WALKED.format(joins=joins, where=where)),
+                     {**params, "match": match, "few": few, "walk": BUDGET}).all()
+    return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
+
+
+def _count(s: Session, match: str, cap: int) -> int:
+    """How many documents match, counting no further than `cap`."""
     return s.execute(text(
         "SELECT count(*) FROM (SELECT 1 FROM message_search WHERE document @@ to_tsquery('english', :match) "
         "LIMIT :cap) AS m"
-    ), {"match": match, "cap": BUDGET}).scalar()
+    ), {"match": match, "cap": cap}).scalar()
 
 
-def _ranked(s: Session, parsed: ParsedQuery, joins: str, where: str, params: dict, pool: int) -> dict[int, Candidate]:
+def _ranked(s: Session, parsed: ParsedQuery, joins: str, where: str, params: dict, pool: int,
+            matched: str = _MATCHED) -> dict[int, Candidate]:
+    """The best `pool` of the scope's documents found by `matched` (the whole index's, or the scope's own)."""
     lexemes, prefixes = _lexemes(s, parsed)
     if not lexemes and not prefixes:
         return {}
-    sql = _RANK.format(joins=joins, where=where, prefixes=_PREFIXES if prefixes else "")
+    sql = _RANK.format(matched=matched, joins=joins, where=where, prefixes=_PREFIXES if prefixes else "")
     rows = s.execute(text(sql), {
         **params, "match": tsquery_match(parsed), "lexemes": lexemes, "prefixes": prefixes,
         "total": _total(s), "pool": pool,
@@ -119,7 +148,7 @@ def _newest(s: Session, match: str, joins: str, where: str, params: dict, few: i
     """The user's `few` newest matches: by a bounded walk of their newest messages when the match is
     common (at least BUDGET documents), else (or when the walk finds too few) through the GIN index."""
     rows = []
-    if _count(s, match) >= BUDGET:
+    if _count(s, match, BUDGET) >= BUDGET:
         rows = s.execute(text(_NEWEST_WALKED.format(joins=joins, where=where)),
                          {**params, "match": match, "few": few, "walk": WALK}).all()
     if len(rows) < few:

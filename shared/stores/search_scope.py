@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy import text
+from sqlmodel import Session
+
 INDEXED_ROLES = ("user", "assistant")  # the roles the search index holds (migration 0003)
 
 
@@ -32,6 +35,19 @@ class Scope:
             params["scope_not_session"] = self.exclude_session_id
             clauses.append(f"{message}.session_id <> :scope_not_session")
         return " AND ".join(clauses), params
+
+    def members(self) -> tuple[str, dict]:
+        """SQL listing the scope's message ids (and its parameters): through the user's sessions and
+        each session's messages (their indexes), never a search index."""
+        where, params = self.where()
+        return f"SELECT m.id FROM sessions AS s JOIN messages AS m ON m.session_id = s.id WHERE {where}", params
+
+    def size(self, s: Session, cap: int) -> int:
+        """How many messages the scope holds, counting no further than `cap`: what a search of the
+        user's own rows would cost. A message with no text counts though it is not indexed."""
+        members, params = self.members()
+        counted = text(f"SELECT count(*) FROM ({members} LIMIT :cap) AS scope")
+        return s.execute(counted, {**params, "cap": cap}).scalar()
 
     def indexed(self, index: str = "ms") -> tuple[str, str, dict]:
         """Postgres: (joins, conditions, parameters) over `message_search AS ms`, which stores each

@@ -22,7 +22,11 @@ ALL_COLUMNS = "{body prev prev2}"
 WEIGHTS = "1.0, 0.5, 0.2"  # the message, the one before it, the one before that (measured on LoCoMo)
 TRIGRAM_CHARS = 3
 BUDGET = 3000  # matching rows FTS5 ranks per query at most (see search_budget)
+OWN_ROW_COST = 12  # a scope row loaded and indexed afresh ≈ 13 µs, a match ranked by messages_fts ≈ 1.1 µs
+OWN_MAX = 500  # scope rows indexed afresh at most (≈ 7 ms); a larger scope takes the whole-index plan
 _FROM = "JOIN messages AS m ON m.id = {t}.rowid JOIN sessions AS s ON s.id = m.session_id"
+_SCRATCH = ("CREATE VIRTUAL TABLE own USING fts5(body, prev, prev2, prev_id UNINDEXED, prev2_id UNINDEXED, "
+            f"tokenize = '{TOKENIZER}')")
 
 
 def is_query_error(exc: DBAPIError) -> bool:
@@ -36,7 +40,7 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
     where, params = scope.where()
     found: dict[int, Candidate] = {}
     if fts5_match(parsed, BODY, ALL_COLUMNS) is not None:
-        found = _latin(s, parsed, where, params, pool, few)
+        found = _latin(s, parsed, scope, pool, few)
     cjk = [t for t in parsed.terms if t.cjk]
     if cjk:
         scores = _cjk_scores(s, cjk, where, params)
@@ -46,15 +50,48 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
     return list(found.values())
 
 
-def _latin(s: Session, parsed: ParsedQuery, where: str, params: dict, pool: int, few: int) -> Found:
+def _latin(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -> Found:
     """The non-CJK terms' candidates, within the ranking budget (see search_budget)."""
+    where, params = scope.where()
     latin = ParsedQuery(tuple(t for t in parsed.terms if not t.cjk), tuple(t for t in parsed.excluded if not t.cjk))
     return budgeted(latin, Backend(
-        count=lambda q: _count(s, fts5_match(q, BODY, ALL_COLUMNS)),
+        count=lambda q, cap: _count(s, fts5_match(q, BODY, ALL_COLUMNS), cap),
         ranked=lambda q: _ranked(s, fts5_match(q, BODY, ALL_COLUMNS), where, params, pool),
         newest=lambda q, own: _newest(s, fts5_match(q, BODY, BODY if own else ALL_COLUMNS), where, params, few),
         budget=BUDGET,
+        scope_size=lambda: scope.size(s, BUDGET),
+        own=lambda q, newest: _own(s, q, scope, few if newest else pool, newest),
+        own_row_cost=OWN_ROW_COST,
+        own_max=OWN_MAX,
     ))
+
+
+def _own(s: Session, parsed: ParsedQuery, scope: Scope, limit: int, newest: bool) -> Found:
+    """A small scope's best (or newest) matches, from a scratch in-memory index of its rows alone.
+
+    FTS5 over the big index would read every user's matches: bm25() counts each term's rows in the
+    whole table, and a `rowid IN (...)` filter costs a seek per row and term. The scratch index has
+    the big one's columns, tokenizer and weights; its BM25 statistics are the user's own."""
+    members, params = scope.members()
+    rows = s.execute(text(
+        "SELECT f.rowid, f.body, f.prev, f.prev2, f.prev_id, f.prev2_id FROM messages_fts AS f "
+        f"WHERE f.rowid IN ({members})"
+    ), params).all()
+    if not rows:
+        return {}
+    score = "0.0" if newest else f"-bm25(own, {WEIGHTS})"
+    order = "rowid DESC" if newest else "score DESC"
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.execute(_SCRATCH)
+        scratch.executemany("INSERT INTO own (rowid, body, prev, prev2, prev_id, prev2_id) VALUES (?, ?, ?, ?, ?, ?)",
+                            [tuple(r) for r in rows])
+        found = scratch.execute(
+            f"SELECT rowid, {score} AS score, prev_id, prev2_id FROM own WHERE own MATCH ? ORDER BY {order} LIMIT ?",
+            (fts5_match(parsed, BODY, ALL_COLUMNS), limit))
+        return {r[0]: Candidate(r[0], r[1], r[2], r[3]) for r in found}
+    finally:
+        scratch.close()
 
 
 def _newest(s: Session, match: str, where: str, params: dict, limit: int) -> dict[int, Candidate]:
@@ -65,11 +102,11 @@ def _newest(s: Session, match: str, where: str, params: dict, limit: int) -> dic
     return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
 
 
-def _count(s: Session, match: str) -> int:
-    """How many rows match, counting no further than BUDGET."""
+def _count(s: Session, match: str, cap: int) -> int:
+    """How many rows match, counting no further than `cap`."""
     return s.execute(text(
         "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH :match LIMIT :cap)"
-    ), {"match": match, "cap": BUDGET}).scalar()
+    ), {"match": match, "cap": cap}).scalar()
 
 
 def _ranked(s: Session, match: str, where: str, params: dict, pool: int) -> dict[int, Candidate]:
