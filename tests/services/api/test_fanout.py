@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import redis
+
 from services.api.fanout import BATCH, Hub
 from services.api.streams import follow, turn_loader
 from shared import events
@@ -58,3 +60,32 @@ def _flood(redis_client, turn_id: str) -> None:
     for n in range(FLOOD):
         events.publish(redis_client, turn_id, "message.delta", {"delta": str(n)})
     events.publish(redis_client, turn_id, "turn.completed", {"output": "", "usage": {}}, ttl_seconds=60)
+
+
+def test_close_returns_when_a_cancelled_read_comes_back_as_a_connection_error(settings, db, user):
+    """redis-py can turn a cancelled XREAD into a ConnectionError; the reader took that for a failed read, went
+    on, then waited for work forever, so Hub.close() (the api's shutdown) never returned: seen under load."""
+    turn = turns.create_turn(db, user.id, make_session(db, user.id).id, "close")[0]
+    load = turn_loader(db, user.id, turn.id)
+
+    async def read_until_cancelled(*_args, **_kwargs):
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise redis.ConnectionError("Connection closed by server.") from None
+
+    async def scenario():
+        hub = Hub([bounded_async_redis(settings, connections=1, read_timeout=20, name="test-fanout")],
+                  bounded_async_redis(settings, connections=2, read_timeout=5, name="test-fanout"), buffer=BATCH)
+        hub.readers[0].client.xread = read_until_cancelled
+        hub.start()
+        stream = follow(hub, turn.id, load, idle_seconds=10)
+        waiting = asyncio.create_task(anext(stream))
+        await asyncio.sleep(0)  # let the reader start its read
+        while not hub.readers[0].channels:
+            await asyncio.sleep(0.01)
+        await hub.close()
+        return await waiting
+
+    ended = asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert ended.type == "error" and ended.data["code"] == "shutting_down"
