@@ -7,7 +7,10 @@ in a good share of them), and users with 0, 50 and 2,000 messages of their own f
 vocabulary. Each user asks the questions bench.turns' recall turns ask ("how did we handle the
 <four words> last time?") the way the recall provider searches (limit 10, pool 40, the current
 session excluded). Prints the median ms per user and, as figures, each smaller user's median over
-the 100k user's, with a target of at most 1: a user never pays for another user's history.
+the 100k user's. Target for the new users (0 and 50 messages): at most 1, a new user never pays for
+another user's history. The 2,000-message user has none: below the budget a history's matches are
+all ranked by BM25 (cost in proportion to it; SQLite caps this at 500 rows, see search_sqlite.OWN_MAX),
+while the 100k user's common words list only their newest matches, unranked.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from shared.stores.search import search_messages
 
 OTHER = 100_000
 OWN = (0, 50, 2_000)
+NEW_USERS = (0, 50)  # the ones with a target
 WARM = 5
 
 
@@ -84,7 +88,7 @@ def report(backend: str, medians: dict[int, float], other: int) -> None:
         print(f"  {n:>9,} own messages: {ms:8.1f} ms", flush=True)
     for n in OWN:
         figure(f"user search, {n:,} own vs {other:,} own msgs ({name})", medians[n] / medians[other], "x",
-               target=1.0, digits=2,
+               target=1.0 if n in NEW_USERS else None, digits=2,
                note=f"{medians[n]:.1f} ms vs {medians[other]:.1f} ms")
 
 

@@ -6,7 +6,7 @@ import hashlib
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, and_, func, literal, or_, update
+from sqlalchemy import BigInteger, and_, func, literal, or_, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
@@ -142,6 +142,10 @@ def list_messages(db: Database, session_id: str, *, after: int | None = None, li
         return list(s.exec(query))
 
 
+ANALYZE_AFTER_ROWS = 10_000  # a bulk load at least this large refreshes Postgres' statistics at once
+ANALYZED_AFTER_BULK = ("sessions", "messages", "message_search")
+
+
 def bulk_insert_messages(db: Database, rows: list[dict[str, Any]], *, batch: int = 20_000) -> int:
     """Store many messages fast (imports, benchmarks): one multi-row insert per `batch` rows, each batch
     its own transaction. Every row names its `session_id`; the search index triggers run as for any
@@ -155,7 +159,19 @@ def bulk_insert_messages(db: Database, rows: list[dict[str, Any]], *, batch: int
             touched = {row["session_id"] for row in chunk}
             s.execute(update(ChatSession).where(ChatSession.id.in_(touched)).values(updated_at=now))
         stored += len(chunk)
+    if stored >= ANALYZE_AFTER_ROWS and not db.is_sqlite:
+        _refresh_statistics(db)
     return stored
+
+
+def _refresh_statistics(db: Database) -> None:
+    """ANALYZE what a bulk load grew, as Postgres' docs advise after loading: autovacuum refreshes the
+    planner's statistics only later, and until then it plans a 100,000-message history as if it held a
+    few hundred rows. Measured: the recall search's newest-first walk sorted the user's every message
+    on disk (430 ms per search) instead of reading its index backwards (30 ms)."""
+    with db.write() as s:
+        for table in ANALYZED_AFTER_BULK:
+            s.execute(text(f"ANALYZE {table}"))
 
 
 def turn_messages(db: Database, turn_id: str) -> list[Message]:

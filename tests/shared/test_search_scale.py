@@ -91,3 +91,20 @@ def test_migration_0016_keeps_an_existing_history_searchable_and_downgrades(blan
         assert len(search_messages(db, user.id, "otter")) == 4
     finally:
         db.dispose()
+
+
+def test_a_large_bulk_load_leaves_postgres_with_fresh_statistics(db, monkeypatch):
+    """Right after a bulk load Postgres planned a 100,000-message history from statistics saying a few hundred
+    rows: the recall search sorted a user's every message on disk (430 ms instead of 30 ms per search) until
+    autovacuum came round. A large load now ends with ANALYZE of what it grew."""
+    if db.is_sqlite:
+        pytest.skip("Postgres' planner statistics; SQLite has no autovacuum lag to cover")
+    monkeypatch.setattr(sessions, "ANALYZE_AFTER_ROWS", 40)
+    chat = make_session(db, make_user(db).id)
+    sessions.bulk_insert_messages(db, [{"session_id": chat.id, "role": "user", "content": f"line {i}"}
+                                       for i in range(40)])
+    with db.read() as s:
+        analyzed = dict(s.execute(text(
+            "SELECT relname, last_analyze FROM pg_stat_user_tables WHERE relname IN ('messages', 'message_search')"
+        )).all())
+    assert set(analyzed) == {"messages", "message_search"} and all(analyzed.values())
