@@ -34,6 +34,7 @@ SYNTAX_ERROR = "42601"
 K1, B = 1.2, 0.75
 SMALL_TABLE = 10_000  # below this many rows the planner's estimate may be stale: count them
 BUDGET = 3000  # matching documents ranked per query at most (see search_budget)
+SURELY_COMMON = 3  # an estimate this many times the cap is trusted without counting (see _count)
 WALK = 20_000  # a user's newest documents tested one by one, at most, when listing a common term's matches
 
 # Every match in the database, through the GIN index; the user's are kept after.
@@ -123,11 +124,26 @@ def _own_newest(s: Session, match: str, joins: str, where: str, params: dict, fe
 
 
 def _count(s: Session, match: str, cap: int) -> int:
-    """How many documents match, counting no further than `cap`."""
+    """How many documents match, counting no further than `cap`.
+
+    Counting a common word walks a GIN bitmap of its every match (5-6 ms per term at 100k messages,
+    and a heavy user's question counts each of its words: half its time). When Postgres' statistics
+    (ANALYZE's most common lexemes, the planner's estimate) already put the match at several times
+    `cap`, that is the answer; rarer words, and tables never analyzed, are counted."""
+    if _estimated(s, match) >= SURELY_COMMON * cap:
+        return cap
     return s.execute(text(
         "SELECT count(*) FROM (SELECT 1 FROM message_search WHERE document @@ to_tsquery('english', :match) "
         "LIMIT :cap) AS m"
     ), {"match": match, "cap": cap}).scalar()
+
+
+def _estimated(s: Session, match: str) -> float:
+    """The planner's estimate of the documents matching (no scan: planning only, ~0.3 ms)."""
+    plan = s.execute(text(
+        "EXPLAIN (FORMAT JSON) SELECT 1 FROM message_search WHERE document @@ to_tsquery('english', :match)"
+    ), {"match": match}).scalar()
+    return float(plan[0]["Plan"]["Plan Rows"])
 
 
 def _ranked(s: Session, parsed: ParsedQuery, joins: str, where: str, params: dict, pool: int,
