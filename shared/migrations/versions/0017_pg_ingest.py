@@ -26,9 +26,16 @@ DOC_LEN = "(SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest({doc
 
 # The CTEs are MATERIALIZED so each message is tokenised once: inlined, the planner evaluates the
 # tokeniser again for every window function and for the document's length. The owner and the
-# predecessors are looked up per session, so a cached plan suits a one-row insert and a whole import.
+# predecessors are looked up per session, and the statement's plan is cached per connection whatever
+# size of insert planned it, so it must suit a one-row insert and a whole import alike:
+# - no bitmap scans: with one, the two predecessors were found by reading all of a session's messages
+#   and sorting them (a one-message insert into a 20,000-message session took 30 ms); without, by an
+#   index scan backward on ix_messages_session_id_id that stops after two;
+# - no JIT: planned for a 20,000-row import the plan is compiled, and every later one-row insert on that
+#   connection paid the compilation (33 inserts/s); the time is in the tokeniser, which JIT cannot speed.
 INDEX_INSERTED = f"""
-CREATE FUNCTION hstack_index_inserted_messages() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION hstack_index_inserted_messages() RETURNS trigger LANGUAGE plpgsql
+SET enable_bitmapscan = off SET jit = off AS $$
 BEGIN
     INSERT INTO message_search (message_id, prev_id, prev2_id, doc_len, document, user_id)
     WITH spans AS (
