@@ -32,7 +32,8 @@ DOC_LEN = "(SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest({doc
 #   and sorting them (a one-message insert into a 20,000-message session took 30 ms); without, by an
 #   index scan backward on ix_messages_session_id_id that stops after two;
 # - no JIT: planned for a 20,000-row import the plan is compiled, and every later one-row insert on that
-#   connection paid the compilation (33 inserts/s); the time is in the tokeniser, which JIT cannot speed.
+#   connection paid the compilation (45 inserts/s instead of 2,450); the time is in the tokeniser, which
+#   JIT cannot speed.
 INDEX_INSERTED = f"""
 CREATE FUNCTION hstack_index_inserted_messages() RETURNS trigger LANGUAGE plpgsql
 SET enable_bitmapscan = off SET jit = off AS $$
