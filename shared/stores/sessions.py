@@ -19,6 +19,8 @@ from shared.ids import new_id
 from shared.models.compactions import APPLIED, Compaction
 from shared.models.sessions import ChatSession, Message
 
+STATEMENT_BYTES = 64 * 1024 * 1024  # the JSON one bulk INSERT carries at most (Postgres: 1 GB a value)
+
 
 def create_session(
     db: Database, user_id: str, *, title: str | None = None, source: str = "api", instructions: str | None = None
@@ -164,15 +166,23 @@ def bulk_insert_messages(db: Database, rows: list[dict[str, Any]], *, batch: int
 
 def _insert_in_one_statement(s: Session, rows: list[dict[str, Any]]) -> None:
     """Insert the rows with one statement (Postgres): its index trigger runs once per statement (0017),
-    and an executemany is one statement per row. The rows travel as one JSON array typed by the table."""
+    and an executemany is one statement per row. The rows travel as one JSON array typed by the table;
+    an array past STATEMENT_BYTES is split over several statements (Postgres takes no value over 1 GB)."""
     names = list(dict.fromkeys(name for row in rows for name in row))
     unknown = [name for name in names if name not in Message.__table__.c]
     if unknown:
         raise ValueError(f"messages has no column {unknown[0]!r}")
     listed = ", ".join(names)
-    s.execute(text(f"INSERT INTO messages ({listed}) SELECT {listed} "
-                   "FROM json_populate_recordset(CAST(NULL AS messages), CAST(:rows AS json))"),
-              {"rows": json.dumps(rows, default=_json_value)})
+    insert = text(f"INSERT INTO messages ({listed}) SELECT {listed} "
+                  "FROM json_populate_recordset(CAST(NULL AS messages), CAST(:rows AS json))")
+    encoded = [json.dumps(row, default=_json_value) for row in rows]  # ASCII: characters are bytes
+    start, size = 0, 0
+    for i, item in enumerate(encoded):
+        if i > start and size + len(item) > STATEMENT_BYTES:
+            s.execute(insert, {"rows": "[" + ",".join(encoded[start:i]) + "]"})
+            start, size = i, 0
+        size += len(item) + 1
+    s.execute(insert, {"rows": "[" + ",".join(encoded[start:]) + "]"})
 
 
 def _json_value(value: Any) -> str:

@@ -80,7 +80,7 @@ def _twin(db: Database) -> tuple[str, list[str]]:
     return user.id, [make_session(db, user.id).id, make_session(db, user.id).id]
 
 
-def test_bulk_stored_messages_are_indexed_and_found_like_messages_stored_one_at_a_time(db):
+def test_bulk_stored_messages_are_indexed_and_found_like_messages_stored_one_at_a_time(db, monkeypatch):
     alone_user, alone = _twin(db)
     _stored_one_by_one(db, alone)
     expected_index = _index(db, alone_user)
@@ -97,6 +97,11 @@ def test_bulk_stored_messages_are_indexed_and_found_like_messages_stored_one_at_
         _stored_in_bulk(db, chats, first_alone=first_alone, batch=batch)
         assert _index(db, user_id) == expected_index, (first_alone, batch)
         bulk.append((user_id, chats))
+    monkeypatch.setattr(sessions, "STATEMENT_BYTES", 300)  # a batch too big for one statement (Postgres)
+    user_id, chats = _twin(db)
+    _stored_in_bulk(db, chats)
+    assert _index(db, user_id) == expected_index
+    bulk.append((user_id, chats))
     expected_hits = _found(db, alone_user, alone)
     assert all(expected_hits[(q, "rank")] for q in QUERIES)
     for user_id, chats in bulk:
