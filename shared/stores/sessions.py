@@ -157,15 +157,15 @@ def bulk_insert_messages(db: Database, rows: list[dict[str, Any]], *, batch: int
             if db.is_sqlite:
                 s.execute(Message.__table__.insert(), chunk)
             else:
-                _insert_in_one_statement(s, chunk)
+                _insert_as_json(s, chunk)
             touched = {row["session_id"] for row in chunk}
             s.execute(update(ChatSession).where(ChatSession.id.in_(touched)).values(updated_at=now))
         stored += len(chunk)
     return stored
 
 
-def _insert_in_one_statement(s: Session, rows: list[dict[str, Any]]) -> None:
-    """Insert the rows with one statement (Postgres): its index trigger runs once per statement (0017),
+def _insert_as_json(s: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert the rows in one statement (Postgres): the index trigger runs once per statement (0017),
     and an executemany is one statement per row. The rows travel as one JSON array typed by the table;
     an array past STATEMENT_BYTES is split over several statements (Postgres takes no value over 1 GB)."""
     names = list(dict.fromkeys(name for row in rows for name in row))
