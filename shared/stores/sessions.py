@@ -6,7 +6,9 @@ import hashlib
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, and_, func, literal, or_, update
+from itertools import groupby
+
+from sqlalchemy import BigInteger, and_, bindparam, func, literal, or_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
@@ -108,14 +110,24 @@ def insert_messages(s: Session, session_id: str, messages: list[dict[str, Any]])
     return stored
 
 
+# Built once: a statement built per call costs more CPU (construction and its cache key) than running it.
+_ADD_KEYED = {dialect: insert(Message.__table__).on_conflict_do_nothing(index_elements=["turn_id", "turn_position"])
+              for dialect, insert in (("sqlite", sqlite_insert), ("postgresql", pg_insert))}
+
+
 def add_turn_messages(s: Session, session_id: str, rows: list[dict[str, Any]]) -> None:
-    """Insert a turn's keyed rows in one statement; a (turn_id, turn_position) already stored is left as it is."""
+    """Insert a turn's keyed rows, in order; a (turn_id, turn_position) already stored is left as it is.
+
+    Consecutive rows naming the same columns go in one executemany of the prebuilt statement; a column a
+    row leaves out keeps its default, as with a row inserted alone.
+    """
     if not rows:
         return
     now = utcnow()
     values = [{"session_id": session_id, "created_at": now, **row} for row in rows]
-    insert = sqlite_insert if s.get_bind().dialect.name == "sqlite" else pg_insert
-    s.execute(insert(Message).values(values).on_conflict_do_nothing(index_elements=["turn_id", "turn_position"]))
+    statement = _ADD_KEYED[s.get_bind().dialect.name]
+    for _, group in groupby(values, key=lambda row: tuple(row)):
+        s.execute(statement, list(group))
 
 
 def set_api_content(db: Database, message_id: int, text: str) -> str:
@@ -158,9 +170,12 @@ def bulk_insert_messages(db: Database, rows: list[dict[str, Any]], *, batch: int
     return stored
 
 
+_TURN_MESSAGES = select(Message).where(Message.turn_id == bindparam("turn_id")).order_by(Message.turn_position)
+
+
 def turn_messages(db: Database, turn_id: str) -> list[Message]:
     with db.read() as s:
-        return list(s.exec(select(Message).where(Message.turn_id == turn_id).order_by(Message.turn_position)))
+        return list(s.exec(_TURN_MESSAGES, params={"turn_id": turn_id}))
 
 
 def count_sessions(db: Database) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, update
+from sqlalchemy import and_, bindparam, case, func, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -189,17 +189,21 @@ def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: flo
         return turn
 
 
+# Built once (it runs twice per turn): building a statement costs more CPU than running it on SQLite.
+_NEXT_UNFINISHED = (
+    select(Turn.id, Turn.user_id, Turn.status, Turn.heartbeat_at)
+    .where(Turn.session_id == bindparam("session_id"), Turn.status.in_((*ACTIVE, TurnStatus.queued.value)))
+    .order_by(case((Turn.status == TurnStatus.queued.value, 1), else_=0), Turn.seq)
+    .limit(1)
+)
+
+
 def _runnable(s: Session, session_id: str, fresh_after):
     """The session's running turn whose worker died, else its oldest queued turn, unless one runs live (id, user_id).
 
     One statement: the session's unfinished turns, active ones (running or parked) first, then by seq.
     """
-    first = s.execute(
-        select(Turn.id, Turn.user_id, Turn.status, Turn.heartbeat_at)
-        .where(Turn.session_id == session_id, Turn.status.in_((*ACTIVE, TurnStatus.queued.value)))
-        .order_by(case((Turn.status == TurnStatus.queued.value, 1), else_=0), Turn.seq)
-        .limit(1)
-    ).first()
+    first = s.execute(_NEXT_UNFINISHED, {"session_id": session_id}).first()
     if first is None or first.status == TurnStatus.queued.value:
         return first
     stale = first.heartbeat_at is None or first.heartbeat_at < fresh_after
@@ -218,10 +222,13 @@ def user_has_waiting(db: Database, session_id: str) -> bool:
     Asked after a turn finished (its slot already free in the database): an accept committed before this
     read is seen here; one committed after it saw the free slot and sent its turn itself.
     """
-    owner = select(ChatSession.user_id).where(ChatSession.id == session_id).scalar_subquery()
     with db.read() as s:
-        return s.exec(select(Turn.id).where(Turn.user_id == owner, Turn.status == TurnStatus.queued.value,
-                                            Turn.enqueued_at.is_(None)).limit(1)).first() is not None
+        return s.execute(_USER_WAITING, {"session_id": session_id}).first() is not None
+
+
+_USER_WAITING = select(Turn.id).where(
+    Turn.user_id == select(ChatSession.user_id).where(ChatSession.id == bindparam("session_id")).scalar_subquery(),
+    Turn.status == TurnStatus.queued.value, Turn.enqueued_at.is_(None)).limit(1)
 
 
 def heartbeat(db: Database, turn_ids: list[str], worker_id: str) -> set[str]:
