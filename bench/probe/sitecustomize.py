@@ -189,9 +189,26 @@ def _install_cpu_timers(spec: str) -> None:
                         setattr(module, key, wrapped)
 
 
+def _thread_cpu() -> dict:
+    """CPU ms used so far by each live thread, summed by name with digits dropped (pool threads, …)."""
+    import re
+
+    out: dict = collections.Counter()
+    for thread in threading.enumerate():
+        try:
+            spent = time.clock_gettime(time.pthread_getcpuclockid(thread.ident)) * 1000
+        except (OSError, TypeError):
+            continue
+        out[f"thread {re.sub(r'[0-9]+', '#', thread.name)}"] += spent
+    out["process"] = time.process_time() * 1000
+    return dict(out)
+
+
 def _dump(*_):
     with _LOCK:
         data = dict(COUNTS)
+    if _CPU:
+        data.update(_thread_cpu())
     if _PROFILES:
         _dump_profile()
     path = os.path.join(_DIR, f"{os.getpid()}.json")

@@ -142,7 +142,17 @@ def set_api_content(db: Database, message_id: int, text: str) -> str:
         return stored
 
 
+# Bound as BIGINT: on Postgres the id column is INTEGER, and a larger cursor must mean "after all".
+_MESSAGES_AFTER = (select(Message)
+                   .where(Message.session_id == bindparam("session_id"),
+                          Message.id > bindparam("after", type_=BigInteger()))
+                   .order_by(Message.id))
+
+
 def list_messages(db: Database, session_id: str, *, after: int | None = None, limit: int | None = None) -> list[Message]:
+    if after is not None and limit is None:  # every turn's transcript read: the statement is built once
+        with db.read() as s:
+            return list(s.exec(_MESSAGES_AFTER, params={"session_id": session_id, "after": after}))
     query = select(Message).where(Message.session_id == session_id)
     if after is not None:
         # Bound as BIGINT: on Postgres the id column is INTEGER, and a larger cursor must mean "after all".
@@ -193,10 +203,13 @@ def _set_system_prompt(s: Session, session_id: str, prompt: str) -> str:
 
 def latest_compaction(db: Database, session_id: str) -> Compaction | None:
     """The compaction that shapes the session's working context now, if any."""
-    query = (select(Compaction).where(Compaction.session_id == session_id, Compaction.outcome.in_(APPLIED))
-             .order_by(Compaction.id.desc()).limit(1))
     with db.read() as s:
-        return s.exec(query).first()
+        return s.exec(_LATEST_COMPACTION, params={"session_id": session_id}).first()
+
+
+_LATEST_COMPACTION = (select(Compaction)
+                      .where(Compaction.session_id == bindparam("session_id"), Compaction.outcome.in_(APPLIED))
+                      .order_by(Compaction.id.desc()).limit(1))
 
 
 def recent_compaction_attempts(db: Database, session_id: str, limit: int) -> list[Compaction]:

@@ -9,6 +9,7 @@ went stale (its worker died) is claimed again by the next worker that drains the
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import and_, bindparam, case, func, or_, update
@@ -176,18 +177,19 @@ def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: flo
                 s.execute(update(Turn).where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
                           .values(enqueued_at=None))
                 return None
-        now = utcnow()
-        turn = s.scalars(
-            update(Turn)
-            .where(Turn.id == found.id)
-            .values(status=TurnStatus.running.value, worker_id=worker_id, attempts=Turn.attempts + 1,
-                    heartbeat_at=now, started_at=func.coalesce(Turn.started_at, now))
-            .returning(Turn),
-            execution_options={"synchronize_session": False},
-        ).one()
+        turn = s.scalars(_CLAIM, {"claimed": found.id, "claimer": worker_id, "now": utcnow()},
+                         execution_options={"synchronize_session": False}).one()
         add_turn_messages(s, session_id, [{"role": "user", "content": turn.input, "turn_id": turn.id, "turn_position": 0}])
         return turn
 
+
+_CLAIM = (
+    update(Turn)
+    .where(Turn.id == bindparam("claimed"))  # names that are no column: an UPDATE reserves those
+    .values(status=TurnStatus.running.value, worker_id=bindparam("claimer"), attempts=Turn.attempts + 1,
+            heartbeat_at=bindparam("now"), started_at=func.coalesce(Turn.started_at, bindparam("now")))
+    .returning(Turn)
+)
 
 # Built once (it runs twice per turn): building a statement costs more CPU than running it on SQLite.
 _NEXT_UNFINISHED = (
@@ -264,16 +266,25 @@ def finish_turn(
     if usage is not None:
         values["usage"] = usage
     with db.write() as s:
-        session_id = s.execute(
-            update(Turn)
-            .where(Turn.id == turn_id, Turn.worker_id == worker_id, Turn.status.in_(ACTIVE))
-            .values(**values)
-            .returning(Turn.session_id)
-        ).scalar()
+        session_id = s.execute(_finish_statement(tuple(values)),
+                               {**{f"new_{k}": v for k, v in values.items()}, "finished": turn_id,
+                                "finisher": worker_id}).scalar()
         if session_id is None:
             return False
         add_turn_messages(s, session_id, messages or [])
         return True
+
+
+@lru_cache(maxsize=8)
+def _finish_statement(columns: tuple[str, ...]):
+    """The finishing UPDATE for this set of columns, built once per set (two or three sets exist).
+
+    Its parameters are named after no column (`new_<column>`, `finished`, `finisher`): an UPDATE reserves those.
+    """
+    return (update(Turn)
+            .where(Turn.id == bindparam("finished"), Turn.worker_id == bindparam("finisher"), Turn.status.in_(ACTIVE))
+            .values({column: bindparam(f"new_{column}") for column in columns})
+            .returning(Turn.session_id))
 
 
 def request_cancel(db: Database, user_id: str, turn_id: str) -> Turn:
