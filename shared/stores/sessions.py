@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
-from typing import Any
-
 from itertools import groupby
+from typing import Any
 
 from sqlalchemy import BigInteger, and_, bindparam, func, literal, or_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
