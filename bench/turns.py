@@ -30,7 +30,9 @@ from tests.support.processes import Stack, wait_until  # noqa: E402
 TARGETS = {"overhead_p50_ms": 15.0, "in_flight": 100, "rss_mb": 1024.0, "cold_start_s": 2.0, "sessions_200_s": 3.0,
            "anchor_ratio": 0.25, "first_call_kb": 15.0,
            "overhead_p50_ms_sqlite": 12.0, "overhead_p50_ms_postgres": 15.0, "overhead_p99_ms": 25.0,
-           "first_delta_ms": 8.0, "growth_ratio": 1.2, "recall_added_ms": 5.0}
+           "first_delta_ms": 8.0, "growth_ratio": 1.2, "recall_added_ms": 5.0, "worker_cpu_ms": 15.0}
+CPU_TURNS = int(os.environ.get("BENCH_CPU_TURNS", "200"))
+PROBE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe")
 GROWTH_TURNS = int(os.environ.get("BENCH_GROWTH_TURNS", "500"))
 HISTORY_MESSAGES = int(os.environ.get("BENCH_HISTORY_MESSAGES", "100000"))
 MODEL_SECONDS = 2.0
@@ -108,6 +110,38 @@ def bench_overhead(stack: Stack, key: str, n: int = int(os.environ.get("BENCH_OV
     completed = [s["completed"] for s in samples]
     stages = {k: median_of(samples, k) for k in ("accepted", "started", "model_request", "first_delta", "completed")}
     return {"p50_ms": statistics.median(completed), "p99_ms": percentile(completed, 99), "n": n, "stages": stages}
+
+
+def cpu_ms(pid: int) -> float:
+    """User + system CPU the process has used so far, ms (its threads included, its children not)."""
+    times = psutil.Process(pid).cpu_times()
+    return (times.user + times.system) * 1000
+
+
+def bench_cpu(stack: Stack, procs: dict, key: str, model: FakeModel | None = None, n: int = CPU_TURNS,
+              on_start=lambda: None) -> dict:
+    """CPU ms per turn of each process over `n` sequential instant-model turns of one session.
+
+    CPU time, not wall time: the machine is shared, and a process's CPU per turn is what bounds how many
+    turns one worker process carries at once (its threads share one GIL).
+    """
+    with stack.client(key) as c:
+        sid = c.post("/v1/sessions", json={}).json()["id"]
+        timed_turns(c, model, sid, [f"cpu warm {i}" for i in range(10)])
+        on_start()
+        before = {name: cpu_ms(p.popen.pid) for name, p in procs.items()}
+        timed_turns(c, model, sid, [f"cpu {i}" for i in range(n)])
+        after = {name: cpu_ms(p.popen.pid) for name, p in procs.items()}
+    return {"n": n, **{name: (after[name] - before[name]) / n for name in procs}}
+
+
+def report_cpu(stack: Stack, procs: dict, model: FakeModel, key: str, on_start=lambda: None) -> dict:
+    db = "Postgres" if stack.database_url.startswith("postgres") else "SQLite"
+    cpu = bench_cpu(stack, procs, key, model=model, on_start=on_start)
+    print(f"\nCPU per turn, {cpu['n']} sequential instant-model turns of one session ({db}):")
+    figure(f"worker CPU per turn ({db})", cpu["worker"], "ms", target=TARGETS["worker_cpu_ms"])
+    figure(f"api CPU per turn ({db})", cpu["api"], "ms")
+    return cpu
 
 
 def bench_growth(stack: Stack, key: str, model: FakeModel | None = None, n: int = 500, window: int = 20) -> dict:
@@ -283,7 +317,48 @@ def bench_cold_start(stack: Stack) -> float:
     return elapsed
 
 
+def profile_cpu(argv: list[str]) -> int:
+    """`python -m bench.turns cpu [DIR]`: only the CPU-per-turn figures; with DIR, the worker and api run
+    under the bench probe's cProfile and leave `<pid>.prof` there (`python -m pstats DIR/<pid>.prof`)."""
+    import signal
+
+    out = argv[0] if argv else None
+    overrides = {"LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": "200", "MAX_RUNNING_TURNS_PER_USER": "0"}
+    if out:
+        os.makedirs(out, exist_ok=True)
+        overrides.update(PYTHONPATH=os.pathsep.join([PROBE_DIR, os.getcwd()]), HSTACK_PROBE_DIR=os.path.abspath(out))
+        if not os.environ.get("HSTACK_PROBE_CPU"):  # cProfile, unless timing named functions (cProfile skews that)
+            overrides["HSTACK_PROFILE"] = "1"
+    model = FakeModel(port=ENV.model_port)
+    model.start()
+    stack = Stack(model_url=model.base_url, env_overrides=overrides)
+    try:
+        procs = {"api": stack.start_api(), "worker": stack.start_worker(concurrency=200)}
+        stack.start_worker("reviewer", queue="review", concurrency=50)
+
+        def dump(suffix: str) -> None:
+            for name, proc in procs.items():
+                counts = os.path.join(out, f"{proc.popen.pid}.json")  # written after the profile
+                proc.signal(signal.SIGUSR2)
+                wait_until(lambda: os.path.exists(counts), timeout=60, what=f"the {name}'s profile")
+                if "HSTACK_PROFILE" in overrides:
+                    os.replace(os.path.join(out, f"{proc.popen.pid}.prof"), os.path.join(out, f"{name}.{suffix}.prof"))
+                os.replace(counts, os.path.join(out, f"{name}.{suffix}.json"))
+
+        report_cpu(stack, procs, model, stack.create_user("bench"), on_start=(lambda: dump("before")) if out else (lambda: None))
+        if out:
+            dump("after")
+            print(f"  profiles and counters: {out}/{{api,worker}}.{{before,after}}.{{prof,json}} (subtract before from after)")
+        return 0
+    finally:
+        stack.stop()
+        model.stop()
+        ENV.close()
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["cpu"]:
+        return profile_cpu(sys.argv[2:])
     model = FakeModel(port=ENV.model_port)
     model.start()
     stack = Stack(model_url=model.base_url, env_overrides={"LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": "200",
@@ -297,6 +372,7 @@ def main() -> int:
         key = stack.create_user("bench")
         print("Hermes Stack turn benchmark (real api + one worker process, scripted model over HTTP)\n")
 
+        cpu = report_cpu(stack, {"api": api, "worker": worker}, model, key)
         turn_figures = report_overhead(stack, model, key)
         overhead = turn_figures["overhead"]
 
@@ -320,7 +396,7 @@ def main() -> int:
         print(f"\nworker cold start (spawn → ready and announced): {cold:.2f} s "
               f"(target ≤ {TARGETS['cold_start_s']:.0f} s: ratio {cold / TARGETS['cold_start_s']:.2f})")
         summary()
-        print("\n" + json.dumps({**turn_figures, "anchor": anchor, "first_call_bytes": ours_bytes,
+        print("\n" + json.dumps({**turn_figures, "cpu_ms_per_turn": cpu, "anchor": anchor, "first_call_bytes": ours_bytes,
                                  "concurrency": results, "rss_mb": rss, "cold_start_s": cold}))
         return 0
     finally:

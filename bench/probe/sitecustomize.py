@@ -4,6 +4,17 @@ Counts SQL statements (an SQLAlchemy `before_cursor_execute` listener on every e
 trips (each packed send to the server, so a pipeline counts once), per statement/command kind. On
 SIGUSR2 the process writes its counters as JSON to `$HSTACK_PROBE_DIR/<pid>.json`. Never used by the
 product: it exists only when a benchmark puts this directory on PYTHONPATH.
+
+With `HSTACK_PROFILE=1` as well, every thread of the process runs under cProfile (enabled as the
+thread starts, and on the main thread at import), and SIGUSR2 also writes the merged profile to
+`$HSTACK_PROBE_DIR/<pid>.prof` (read it with `pstats`; cumulative since start, so a dump before
+and one after a stretch of work subtract to that work's profile).
+
+`HSTACK_PROBE_CPU="pkg.module:func,pkg.module:Class.method,…"` times the CPU of the calling thread
+(`time.thread_time`, so waiting for I/O or a lock is not counted and no profiler skews it) inside each
+named function, callees included; the totals (ms) and call counts are written with the counters as
+`cpu <name>` and `calls <name>`. The functions are wrapped once the worker is ready (every module loaded),
+in every module that imported them by name.
 """
 
 import collections
@@ -11,6 +22,7 @@ import json
 import os
 import signal
 import threading
+import time
 
 _DIR = os.environ.get("HSTACK_PROBE_DIR")
 _LOCK = threading.Lock()
@@ -23,6 +35,7 @@ def _count(key: str) -> None:
 
 
 _SITES = bool(os.environ.get("HSTACK_PROBE_SITES"))
+_CPU = bool(os.environ.get("HSTACK_PROBE_CPU"))  # also: the thread CPU inside the database driver, per statement
 _ROOT = os.getcwd()
 
 
@@ -56,9 +69,20 @@ def _install_sql() -> None:
             if at >= 0:
                 table = text[at + len(marker):].split(None, 1)[0].strip('"') if text[at + len(marker):].split() else ""
                 break
-        _count(f"sql {kind} {table}".strip() + (f" @ {_site()}" if _SITES else ""))
+        name = f"sql {kind} {table}".strip() + (f" @ {_site()}" if _SITES else "")
+        _count(name)
+        if _CPU:
+            conn.info["probe_cpu"] = (name, time.thread_time())
+
+    def after(conn, cursor, statement, parameters, context, executemany):
+        name, start = conn.info.pop("probe_cpu", (None, 0.0))
+        if name is not None:
+            with _LOCK:
+                COUNTS[f"cpu driver {name}"] += (time.thread_time() - start) * 1000
+                COUNTS[f"calls driver {name}"] += 1
 
     event.listen(Engine, "before_cursor_execute", before)
+    event.listen(Engine, "after_cursor_execute", after)
 
     def begin(conn):
         _count("sql BEGIN" + (f" @ {_site()}" if _SITES else ""))
@@ -96,9 +120,97 @@ def _install_redis() -> None:
     async_conn.AbstractConnection.send_packed_command = send_async
 
 
+_PROFILES: list = []
+
+
+def _install_profiler() -> None:
+    """cProfile in every thread: the main thread now, each new thread on its first profiled event."""
+    import cProfile
+    import sys
+
+    def start(*_):
+        sys.setprofile(None)
+        profile = cProfile.Profile()
+        with _LOCK:
+            _PROFILES.append(profile)
+        profile.enable()
+
+    start()
+    threading.setprofile(start)
+
+
+def _dump_profile() -> None:
+    import pstats
+
+    with _LOCK:
+        profiles = list(_PROFILES)
+    for profile in profiles:
+        profile.snapshot_stats()  # without disabling: a later dump covers the same threads, so two dumps subtract
+    stats = pstats.Stats(*profiles)
+    stats.dump_stats(os.path.join(_DIR, f"{os.getpid()}.prof"))
+
+
+def _timed(name: str, fn):
+    import functools
+    import time
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        start = time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            spent = (time.thread_time() - start) * 1000
+            with _LOCK:
+                COUNTS[f"cpu {name}"] += spent
+                COUNTS[f"calls {name}"] += 1
+
+    return wrapper
+
+
+def _install_cpu_timers(spec: str) -> None:
+    """Wrap each named function where it is defined and wherever a module imported it by name."""
+    import importlib
+    import sys
+
+    for name in filter(None, (part.strip() for part in spec.split(","))):
+        module_name, _, attr = name.partition(":")
+        owner = importlib.import_module(module_name)
+        *path, leaf = attr.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        original = getattr(owner, leaf)
+        wrapped = _timed(name, original)
+        setattr(owner, leaf, wrapped)
+        if not path:
+            for module in list(sys.modules.values()):
+                for key, value in list(getattr(module, "__dict__", {}).items()):
+                    if value is original:
+                        setattr(module, key, wrapped)
+
+
+def _thread_cpu() -> dict:
+    """CPU ms used so far by each live thread, summed by name with digits dropped (pool threads, …)."""
+    import re
+
+    out: dict = collections.Counter()
+    for thread in threading.enumerate():
+        try:
+            spent = time.clock_gettime(time.pthread_getcpuclockid(thread.ident)) * 1000
+        except (OSError, TypeError):
+            continue
+        out[f"thread {re.sub(r'[0-9]+', '#', thread.name)}"] += spent
+    out["process"] = time.process_time() * 1000
+    return dict(out)
+
+
 def _dump(*_):
     with _LOCK:
         data = dict(COUNTS)
+    if _CPU:
+        data.update(_thread_cpu())
+    if _PROFILES:
+        _dump_profile()
     path = os.path.join(_DIR, f"{os.getpid()}.json")
     with open(path + ".tmp", "w") as f:
         json.dump(data, f)
@@ -109,3 +221,11 @@ if _DIR:
     _install_sql()
     _install_redis()
     signal.signal(signal.SIGUSR2, _dump)
+    if os.environ.get("HSTACK_PROFILE"):
+        _install_profiler()
+    if os.environ.get("HSTACK_PROBE_CPU"):
+        from celery import signals
+
+        @signals.worker_ready.connect(weak=False)
+        def _wrap_when_ready(**_):
+            _install_cpu_timers(os.environ["HSTACK_PROBE_CPU"])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, update
+from sqlalchemy import bindparam, func, or_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -115,13 +115,24 @@ def _new_review(s: Session, count: TurnCount, trigger: ReviewTrigger, system_pro
     return review
 
 
+# Built once: every finished turn runs them, and building a statement costs more CPU than running it.
+_COUNTER = select(ReviewCounter).where(ReviewCounter.session_id == bindparam("session_id")).with_for_update()
+_NEW_COUNTER = {dialect: insert(ReviewCounter.__table__).on_conflict_do_nothing(index_elements=["session_id"])
+                for dialect, insert in (("sqlite", sqlite_insert), ("postgresql", pg_insert))}
+
+
 def _locked_counter(s: Session, session_id: str) -> ReviewCounter:
-    """The session's counter row, created if missing and row-locked on Postgres."""
-    insert = sqlite_insert if s.get_bind().dialect.name == "sqlite" else pg_insert
-    s.execute(insert(ReviewCounter).values(session_id=session_id, turns_since_memory=0, iterations_since_skill=0,
-                                           last_turn_seq=0, updated_at=utcnow())
-              .on_conflict_do_nothing(index_elements=["session_id"]))
-    return s.exec(select(ReviewCounter).where(ReviewCounter.session_id == session_id).with_for_update()).one()
+    """The session's counter row, created if missing and row-locked on Postgres.
+
+    Read first: only a session's first finished turn finds no row, so the others skip the insert.
+    """
+    key = {"session_id": session_id}
+    counter = s.exec(_COUNTER, params=key).first()
+    if counter is not None:
+        return counter
+    s.execute(_NEW_COUNTER[s.get_bind().dialect.name],
+              {**key, "turns_since_memory": 0, "iterations_since_skill": 0, "last_turn_seq": 0, "updated_at": utcnow()})
+    return s.exec(_COUNTER, params=key).one()
 
 
 def counters(db: Database, session_id: str) -> ReviewCounter | None:
@@ -133,17 +144,20 @@ def _left_behind(s: Session, session_id: str, lease_seconds: float) -> Review | 
     """The session's oldest review nobody claimed or renewed for `lease_seconds`, marked as sent again now."""
     now = utcnow()
     stale = now - timedelta(seconds=lease_seconds)
-    review = s.exec(
-        select(Review)
-        .where(Review.session_id == session_id, or_(Review.status == QUEUED, Review.status == RUNNING),
-               or_(Review.heartbeat_at.is_(None), Review.heartbeat_at < stale),
-               or_(Review.enqueued_at.is_(None), Review.enqueued_at < stale))
-        .order_by(Review.created_at, Review.id).limit(1)
-    ).first()
+    review = s.exec(_LEFT_BEHIND, params={"session_id": session_id, "stale": stale}).first()
     if review is not None:
         review.enqueued_at = now
         s.add(review)
     return review
+
+
+_LEFT_BEHIND = (
+    select(Review)
+    .where(Review.session_id == bindparam("session_id"), or_(Review.status == QUEUED, Review.status == RUNNING),
+           or_(Review.heartbeat_at.is_(None), Review.heartbeat_at < bindparam("stale")),
+           or_(Review.enqueued_at.is_(None), Review.enqueued_at < bindparam("stale")))
+    .order_by(Review.created_at, Review.id).limit(1)
+)
 
 
 def reviews_to_resend(db: Database, lease_seconds: float, limit: int = 500) -> list[Review]:

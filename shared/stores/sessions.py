@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
+from itertools import groupby
 from typing import Any
 
-from sqlalchemy import BigInteger, and_, func, literal, or_, text, update
+from sqlalchemy import BigInteger, and_, bindparam, func, literal, or_, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
@@ -111,14 +112,24 @@ def insert_messages(s: Session, session_id: str, messages: list[dict[str, Any]])
     return stored
 
 
+# Built once: a statement built per call costs more CPU (construction and its cache key) than running it.
+_ADD_KEYED = {dialect: insert(Message.__table__).on_conflict_do_nothing(index_elements=["turn_id", "turn_position"])
+              for dialect, insert in (("sqlite", sqlite_insert), ("postgresql", pg_insert))}
+
+
 def add_turn_messages(s: Session, session_id: str, rows: list[dict[str, Any]]) -> None:
-    """Insert a turn's keyed rows in one statement; a (turn_id, turn_position) already stored is left as it is."""
+    """Insert a turn's keyed rows, in order; a (turn_id, turn_position) already stored is left as it is.
+
+    Consecutive rows naming the same columns go in one executemany of the prebuilt statement; a column a
+    row leaves out keeps its default, as with a row inserted alone.
+    """
     if not rows:
         return
     now = utcnow()
     values = [{"session_id": session_id, "created_at": now, **row} for row in rows]
-    insert = sqlite_insert if s.get_bind().dialect.name == "sqlite" else pg_insert
-    s.execute(insert(Message).values(values).on_conflict_do_nothing(index_elements=["turn_id", "turn_position"]))
+    statement = _ADD_KEYED[s.get_bind().dialect.name]
+    for _, group in groupby(values, key=lambda row: tuple(row)):
+        s.execute(statement, list(group))
 
 
 def set_api_content(db: Database, message_id: int, text: str) -> str:
@@ -133,7 +144,17 @@ def set_api_content(db: Database, message_id: int, text: str) -> str:
         return stored
 
 
+# Bound as BIGINT: on Postgres the id column is INTEGER, and a larger cursor must mean "after all".
+_MESSAGES_AFTER = (select(Message)
+                   .where(Message.session_id == bindparam("session_id"),
+                          Message.id > bindparam("after", type_=BigInteger()))
+                   .order_by(Message.id))
+
+
 def list_messages(db: Database, session_id: str, *, after: int | None = None, limit: int | None = None) -> list[Message]:
+    if after is not None and limit is None:  # every turn's transcript read: the statement is built once
+        with db.read() as s:
+            return list(s.exec(_MESSAGES_AFTER, params={"session_id": session_id, "after": after}))
     query = select(Message).where(Message.session_id == session_id)
     if after is not None:
         # Bound as BIGINT: on Postgres the id column is INTEGER, and a larger cursor must mean "after all".
@@ -208,9 +229,12 @@ def _json_value(value: Any) -> str:
     raise TypeError(f"a message column cannot hold {type(value).__name__}")
 
 
+_TURN_MESSAGES = select(Message).where(Message.turn_id == bindparam("turn_id")).order_by(Message.turn_position)
+
+
 def turn_messages(db: Database, turn_id: str) -> list[Message]:
     with db.read() as s:
-        return list(s.exec(select(Message).where(Message.turn_id == turn_id).order_by(Message.turn_position)))
+        return list(s.exec(_TURN_MESSAGES, params={"turn_id": turn_id}))
 
 
 def count_sessions(db: Database) -> int:
@@ -228,10 +252,13 @@ def _set_system_prompt(s: Session, session_id: str, prompt: str) -> str:
 
 def latest_compaction(db: Database, session_id: str) -> Compaction | None:
     """The compaction that shapes the session's working context now, if any."""
-    query = (select(Compaction).where(Compaction.session_id == session_id, Compaction.outcome.in_(APPLIED))
-             .order_by(Compaction.id.desc()).limit(1))
     with db.read() as s:
-        return s.exec(query).first()
+        return s.exec(_LATEST_COMPACTION, params={"session_id": session_id}).first()
+
+
+_LATEST_COMPACTION = (select(Compaction)
+                      .where(Compaction.session_id == bindparam("session_id"), Compaction.outcome.in_(APPLIED))
+                      .order_by(Compaction.id.desc()).limit(1))
 
 
 def recent_compaction_attempts(db: Database, session_id: str, limit: int) -> list[Compaction]:

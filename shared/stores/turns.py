@@ -9,9 +9,10 @@ went stale (its worker died) is claimed again by the next worker that drains the
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import and_, case, func, or_, update
+from sqlalchemy import and_, bindparam, case, func, or_, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -176,17 +177,27 @@ def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: flo
                 s.execute(update(Turn).where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
                           .values(enqueued_at=None))
                 return None
-        now = utcnow()
-        turn = s.scalars(
-            update(Turn)
-            .where(Turn.id == found.id)
-            .values(status=TurnStatus.running.value, worker_id=worker_id, attempts=Turn.attempts + 1,
-                    heartbeat_at=now, started_at=func.coalesce(Turn.started_at, now))
-            .returning(Turn),
-            execution_options={"synchronize_session": False},
-        ).one()
+        turn = s.scalars(_CLAIM, {"claimed": found.id, "claimer": worker_id, "now": utcnow()},
+                         execution_options={"synchronize_session": False}).one()
         add_turn_messages(s, session_id, [{"role": "user", "content": turn.input, "turn_id": turn.id, "turn_position": 0}])
         return turn
+
+
+_CLAIM = (
+    update(Turn)
+    .where(Turn.id == bindparam("claimed"))  # names that are no column: an UPDATE reserves those
+    .values(status=TurnStatus.running.value, worker_id=bindparam("claimer"), attempts=Turn.attempts + 1,
+            heartbeat_at=bindparam("now"), started_at=func.coalesce(Turn.started_at, bindparam("now")))
+    .returning(Turn)
+)
+
+# Built once (it runs twice per turn): building a statement costs more CPU than running it on SQLite.
+_NEXT_UNFINISHED = (
+    select(Turn.id, Turn.user_id, Turn.status, Turn.heartbeat_at)
+    .where(Turn.session_id == bindparam("session_id"), Turn.status.in_((*ACTIVE, TurnStatus.queued.value)))
+    .order_by(case((Turn.status == TurnStatus.queued.value, 1), else_=0), Turn.seq)
+    .limit(1)
+)
 
 
 def _runnable(s: Session, session_id: str, fresh_after):
@@ -194,12 +205,7 @@ def _runnable(s: Session, session_id: str, fresh_after):
 
     One statement: the session's unfinished turns, active ones (running or parked) first, then by seq.
     """
-    first = s.execute(
-        select(Turn.id, Turn.user_id, Turn.status, Turn.heartbeat_at)
-        .where(Turn.session_id == session_id, Turn.status.in_((*ACTIVE, TurnStatus.queued.value)))
-        .order_by(case((Turn.status == TurnStatus.queued.value, 1), else_=0), Turn.seq)
-        .limit(1)
-    ).first()
+    first = s.execute(_NEXT_UNFINISHED, {"session_id": session_id}).first()
     if first is None or first.status == TurnStatus.queued.value:
         return first
     stale = first.heartbeat_at is None or first.heartbeat_at < fresh_after
@@ -218,10 +224,13 @@ def user_has_waiting(db: Database, session_id: str) -> bool:
     Asked after a turn finished (its slot already free in the database): an accept committed before this
     read is seen here; one committed after it saw the free slot and sent its turn itself.
     """
-    owner = select(ChatSession.user_id).where(ChatSession.id == session_id).scalar_subquery()
     with db.read() as s:
-        return s.exec(select(Turn.id).where(Turn.user_id == owner, Turn.status == TurnStatus.queued.value,
-                                            Turn.enqueued_at.is_(None)).limit(1)).first() is not None
+        return s.execute(_USER_WAITING, {"session_id": session_id}).first() is not None
+
+
+_USER_WAITING = select(Turn.id).where(
+    Turn.user_id == select(ChatSession.user_id).where(ChatSession.id == bindparam("session_id")).scalar_subquery(),
+    Turn.status == TurnStatus.queued.value, Turn.enqueued_at.is_(None)).limit(1)
 
 
 def heartbeat(db: Database, turn_ids: list[str], worker_id: str) -> set[str]:
@@ -257,16 +266,25 @@ def finish_turn(
     if usage is not None:
         values["usage"] = usage
     with db.write() as s:
-        session_id = s.execute(
-            update(Turn)
-            .where(Turn.id == turn_id, Turn.worker_id == worker_id, Turn.status.in_(ACTIVE))
-            .values(**values)
-            .returning(Turn.session_id)
-        ).scalar()
+        session_id = s.execute(_finish_statement(tuple(values)),
+                               {**{f"new_{k}": v for k, v in values.items()}, "finished": turn_id,
+                                "finisher": worker_id}).scalar()
         if session_id is None:
             return False
         add_turn_messages(s, session_id, messages or [])
         return True
+
+
+@lru_cache(maxsize=8)
+def _finish_statement(columns: tuple[str, ...]):
+    """The finishing UPDATE for this set of columns, built once per set (two or three sets exist).
+
+    Its parameters are named after no column (`new_<column>`, `finished`, `finisher`): an UPDATE reserves those.
+    """
+    return (update(Turn)
+            .where(Turn.id == bindparam("finished"), Turn.worker_id == bindparam("finisher"), Turn.status.in_(ACTIVE))
+            .values({column: bindparam(f"new_{column}") for column in columns})
+            .returning(Turn.session_id))
 
 
 def request_cancel(db: Database, user_id: str, turn_id: str) -> Turn:
