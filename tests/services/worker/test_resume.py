@@ -57,7 +57,8 @@ def test_an_answer_stored_before_the_crash_is_not_asked_for_again(db, user, sess
     assert wait_finished(db, turn.id).output == "Hello again."
     assert model.requests == []
     assert len(sessions.turn_messages(db, turn.id)) == 2
-    assert event_types(redis_client, turn.id)[-1] == "turn.completed"
+    wait_until(lambda: event_types(redis_client, turn.id)[-1] == "turn.completed",  # published just after the row
+               what="turn.completed on the event stream")
 
 
 def test_a_worker_that_lost_its_lease_stays_silent(db, user, session, model, make_runtime, redis_client):

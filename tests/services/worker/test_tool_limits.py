@@ -106,7 +106,8 @@ def test_cancel_ends_a_turn_whose_tool_never_returns(db, user, session, model, m
         assert blocking.threads[0].is_alive()  # the turn ended without waiting for the tool
         [result] = [m.content for m in sessions.turn_messages(db, turn.id) if m.role == "tool"]
         assert result.startswith("[cancelled] block was still running")
-        assert event_types(redis_client, turn.id)[-1] == "turn.cancelled"
+        wait_until(lambda: event_types(redis_client, turn.id)[-1] == "turn.cancelled",  # published after the row
+                   what="turn.cancelled on the event stream")
         worker.join(10)
         assert not worker.is_alive() and len(model.requests) == 1
     finally:
