@@ -4,7 +4,6 @@ trigger) upgrades a database holding messages and downgrades cleanly. SQLite run
 
 from __future__ import annotations
 
-import pytest
 from alembic import command
 from sqlalchemy import text
 
@@ -12,7 +11,6 @@ from shared.db import Database
 from shared.migrate import alembic_config, upgrade
 from shared.stores import sessions, turns
 from shared.stores.search import search_messages
-from tests.support.env import create_postgres_database
 from tests.support.factories import make_session, make_user
 
 # (session, role, content) in the order stored: two sessions interleaved, with messages that are not indexed.
@@ -139,18 +137,6 @@ def test_a_turns_messages_stored_twice_are_indexed_once_with_their_context(db):
     assert [h.content for h in search_messages(db, user.id, "heron OR mill OR kingfisher", sort="newest")] == [
         "And the kingfisher?", "By the old mill.", "Where did the heron nest?"]
 
-
-@pytest.fixture
-def blank_url(settings, tmp_path):
-    """A fresh database of the suite's backend, dropped afterwards."""
-    if settings.sqlalchemy_url.startswith("sqlite"):
-        yield f"sqlite:///{tmp_path / 'ingest.db'}"
-        return
-    url, drop = create_postgres_database()
-    try:
-        yield url
-    finally:
-        drop()
 
 
 def test_migration_0017_keeps_a_stored_history_indexed_alike_and_downgrades(blank_url):

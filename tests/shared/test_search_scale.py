@@ -13,7 +13,6 @@ from shared.db import Database
 from shared.migrate import alembic_config, upgrade
 from shared.stores import sessions
 from shared.stores.search import search_messages
-from tests.support.env import create_postgres_database
 from tests.support.factories import make_session, make_user
 
 
@@ -52,18 +51,6 @@ def test_a_bulk_import_is_indexed_as_if_each_message_were_stored_alone(db):
     hits = search_messages(db, user.id, "heron nest", limit=50)
     assert {h.session_id for h in hits} == {first.id, second.id}
 
-
-@pytest.fixture
-def blank_url(settings, tmp_path):
-    """A fresh database of the suite's backend, dropped afterwards."""
-    if settings.sqlalchemy_url.startswith("sqlite"):
-        yield f"sqlite:///{tmp_path / 'scale.db'}"
-        return
-    url, drop = create_postgres_database()
-    try:
-        yield url
-    finally:
-        drop()
 
 
 def test_migration_0016_keeps_an_existing_history_searchable_and_downgrades(blank_url):
