@@ -23,6 +23,7 @@ WEIGHTS = "1.0, 0.5, 0.2"  # the message, the one before it, the one before that
 TRIGRAM_CHARS = 3
 BUDGET = 3000  # matching rows FTS5 ranks per query at most (see search_budget)
 OWN_ROW_COST = 12  # a scope row loaded and indexed afresh ≈ 13 µs, a match ranked by messages_fts ≈ 1.1 µs
+WALK = 10_000  # the whole index's newest matches a newest-first listing looks through, at most
 OWN_MAX = 500  # scope rows indexed afresh at most (≈ 7 ms); a larger scope takes the whole-index plan
 _FROM = "JOIN messages AS m ON m.id = {t}.rowid JOIN sessions AS s ON s.id = m.session_id"
 _SCRATCH = ("CREATE VIRTUAL TABLE own USING fts5(body, prev, prev2, prev_id UNINDEXED, prev2_id UNINDEXED, "
@@ -95,10 +96,16 @@ def _own(s: Session, parsed: ParsedQuery, scope: Scope, limit: int, newest: bool
 
 
 def _newest(s: Session, match: str, where: str, params: dict, limit: int) -> dict[int, Candidate]:
+    """The scope's newest matches among the whole index's newest WALK matches: unbounded, a user owning
+    few of a common word's matches walked all of them (55 ms of a 66 ms search for a 1,200-message user
+    beside a 100k one); the scope's older matches of such a word are left to the ranked rare terms."""
+    floor = s.execute(text(
+        "SELECT rowid FROM messages_fts WHERE messages_fts MATCH :match ORDER BY rowid DESC LIMIT 1 OFFSET :walk"
+    ), {"match": match, "walk": WALK}).scalar() or 0
     rows = s.execute(text(
         f"SELECT f.rowid, f.prev_id, f.prev2_id FROM messages_fts AS f {_FROM.format(t='f')} "
-        f"WHERE messages_fts MATCH :match AND {where} ORDER BY f.rowid DESC LIMIT :limit"
-    ), {**params, "match": match, "limit": limit})
+        f"WHERE messages_fts MATCH :match AND f.rowid > :floor AND {where} ORDER BY f.rowid DESC LIMIT :limit"
+    ), {**params, "match": match, "limit": limit, "floor": floor})
     return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
 
 
