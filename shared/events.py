@@ -25,13 +25,18 @@ def stream_key(turn_id: str) -> str:
 def publish(r: redis.Redis, turn_id: str, event: str, data: dict[str, Any], *, ttl_seconds: int | None = None) -> str:
     """Append one event; a terminal event also starts the stream's expiry clock."""
     key = stream_key(turn_id)
-    payload = {"type": event, "data": json.dumps(data, ensure_ascii=False)}
+    payload = _entry(event, data)
     if event in TERMINAL_EVENTS and ttl_seconds:
         pipe = r.pipeline(transaction=False)
         pipe.xadd(key, payload, maxlen=STREAM_MAXLEN, approximate=True)
         pipe.expire(key, ttl_seconds)
         return pipe.execute()[0]
     return r.xadd(key, payload, maxlen=STREAM_MAXLEN, approximate=True)
+
+
+def _entry(event: str, data: dict[str, Any]) -> dict[str, str]:
+    """A stream entry's fields: the event's type and its data as JSON (what `decode` reads back)."""
+    return {"type": event, "data": json.dumps(data, ensure_ascii=False)}
 
 
 def decode(entry_id: str, fields: dict[str, str]) -> tuple[str, str, dict[str, Any]]:
@@ -69,8 +74,7 @@ def _deliver(r: redis.Redis, session_id: str, turn_id: str, started: dict[str, A
     key = notices_key(session_id)
     pipe = r.pipeline(transaction=True)
     if started is not None:
-        pipe.xadd(stream_key(turn_id), {"type": "turn.started", "data": json.dumps(started, ensure_ascii=False)},
-                  maxlen=STREAM_MAXLEN, approximate=True)
+        pipe.xadd(stream_key(turn_id), _entry("turn.started", started), maxlen=STREAM_MAXLEN, approximate=True)
     pipe.lrange(key, 0, -1)
     pipe.delete(key)
     held = pipe.execute()[-2]
