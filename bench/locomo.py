@@ -216,12 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stored = [ingest(db, sample) for sample in samples]
         measure(db, stored, backend, hybrid=False, tuning_only=tuning_only)
-        if args.keyword_only:
-            pass
-        elif search_vectors.available():
-            measure(db, stored, backend, hybrid=True, tuning_only=tuning_only)
-        else:
-            print(f"  LoCoMo hybrid: skipped, the hybrid extra is not installed ({HYBRID_INSTALL})")
+        if not args.keyword_only:
+            if search_vectors.available():
+                measure(db, stored, backend, hybrid=True, tuning_only=tuning_only)
+            else:
+                print(f"  LoCoMo hybrid: skipped, the hybrid extra is not installed ({HYBRID_INSTALL})")
     finally:
         close()
     return 0

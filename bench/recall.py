@@ -50,11 +50,22 @@ def seed(db, rng: random.Random, user_id: str, messages: int) -> None:
     sessions.bulk_insert_messages(db, rows)
 
 
+def question(rng: random.Random) -> str:
+    """A returning user's question about four of the history's words."""
+    return "how did we handle the " + " ".join(rng.sample(WORDS, 4)) + " last time?"
+
+
+def questions(seed: int, n: int) -> list[str]:
+    """`n` questions from a fixed seed (bench.turns' and bench.user_scope's recall turns)."""
+    rng = random.Random(seed)
+    return [question(rng) for _ in range(n)]
+
+
 def timed_prefetch(provider: RecallProvider, ctx: ProviderContext, rng: random.Random) -> tuple[list[float], int]:
     """ms of each prefetch for QUERIES incoming messages; and how many recalled something."""
     timings, recalled = [], 0
     for _ in range(QUERIES):
-        query = "how did we handle the " + " ".join(rng.sample(WORDS, 4)) + " last time?"
+        query = question(rng)
         start = time.perf_counter()
         text = provider.prefetch(query, ctx)
         timings.append((time.perf_counter() - start) * 1000)

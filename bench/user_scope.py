@@ -22,7 +22,7 @@ import sys
 import time
 
 from bench.locomo import database
-from bench.recall import PER_SESSION, WORDS, sentence
+from bench.recall import questions, seed
 from bench.report import figure, summary
 from shared.providers.recall import SEARCH_LIMIT, SEARCH_POOL
 from shared.stores import sessions, users
@@ -34,23 +34,10 @@ NEW_USERS = (0, 50)  # the ones with a target
 WARM = 5
 
 
-def questions(seed: int, n: int) -> list[str]:
-    """bench.turns' recall questions: four of the history's words each."""
-    rng = random.Random(seed)
-    return ["how did we handle the " + " ".join(rng.sample(WORDS, 4)) + " last time?" for _ in range(n)]
-
-
 def seed_user(db, rng: random.Random, name: str, messages: int) -> str:
     """A user with `messages` messages of their own, PER_SESSION to a session, stored in bulk."""
     user_id = users.create_user(db, f"{name}-{rng.randrange(10**8)}").id
-    rows = []
-    for start in range(0, messages, PER_SESSION):
-        chat = sessions.create_session(db, user_id)
-        for i in range(start, min(messages, start + PER_SESSION)):
-            rows.append({"session_id": chat.id, "role": "user" if i % 2 == 0 else "assistant",
-                         "content": sentence(rng)})
-    if rows:
-        sessions.bulk_insert_messages(db, rows)
+    seed(db, rng, user_id, messages)
     return user_id
 
 

@@ -102,7 +102,7 @@ def main() -> int:
     with_postgres = postgres_reachable()
     chosen = passes(args, with_postgres)
     try:
-        if os.environ.get("TEST_PASSES", "concurrent") == "serial" or len(chosen) == 1:
+        if os.environ.get("TEST_PASSES", "concurrent") == "serial":
             code = run_serially(chosen)
         else:
             code = run_concurrently(chosen)

@@ -152,7 +152,6 @@ def _dump_profile() -> None:
 
 def _timed(name: str, fn):
     import functools
-    import time
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
