@@ -202,7 +202,7 @@ def _refresh_statistics(db: Database) -> None:
 
 
 def _insert_as_json(s: Session, rows: list[dict[str, Any]]) -> None:
-    """Insert the rows in one statement (Postgres): the index trigger runs once per statement (0017),
+    """Insert the rows in one statement (Postgres): the index trigger runs once per statement (0018),
     and an executemany is one statement per row. The rows travel as one JSON array typed by the table;
     an array past STATEMENT_BYTES is split over several statements (Postgres takes no value over 1 GB)."""
     names = list(dict.fromkeys(name for row in rows for name in row))

@@ -1,5 +1,5 @@
 """Bulk ingest: messages stored by `bulk_insert_messages` are indexed and found exactly like messages stored
-one at a time (same previous-message context), and migration 0017 (Postgres: inserts indexed by a statement
+one at a time (same previous-message context), and migration 0018 (Postgres: inserts indexed by a statement
 trigger) upgrades a database holding messages and downgrades cleanly. SQLite runs the same checks unchanged."""
 
 from __future__ import annotations
@@ -139,8 +139,8 @@ def test_a_turns_messages_stored_twice_are_indexed_once_with_their_context(db):
 
 
 
-def test_migration_0017_keeps_a_stored_history_indexed_alike_and_downgrades(blank_url):
-    upgrade(blank_url, "0016_search_scale")
+def test_migration_0018_keeps_a_stored_history_indexed_alike_and_downgrades(blank_url):
+    upgrade(blank_url, "0017_cache_usage")
     db = Database(blank_url)
     try:
         before_user, before = _twin(db)
@@ -155,7 +155,7 @@ def test_migration_0017_keeps_a_stored_history_indexed_alike_and_downgrades(blan
         assert _index(db, after_user) == expected_index
         assert _found(db, after_user, after) == _found(db, before_user, before)
 
-        command.downgrade(alembic_config(blank_url), "0016_search_scale")
+        command.downgrade(alembic_config(blank_url), "0017_cache_usage")
         down_user, down = _twin(db)
         _stored_in_bulk(db, down, first_alone=5, batch=4)
         assert _index(db, down_user) == expected_index

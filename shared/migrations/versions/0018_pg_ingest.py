@@ -1,7 +1,7 @@
 """bulk ingest (Postgres): index the messages an INSERT stored in one statement per INSERT
 
-Revision ID: 0017_pg_ingest
-Revises: 0016_search_scale
+Revision ID: 0018_pg_ingest
+Revises: 0017_cache_usage
 Create Date: 2026-12-01
 
 Until now a row trigger indexed each inserted message alone: it tokenised the message three times (as
@@ -11,13 +11,15 @@ trigger over the inserted rows (a transition table): each session's two indexed 
 first new one are read once, every message is tokenised once, and window functions give each new
 message its two predecessors. The documents, lengths and context ids are the ones the row trigger
 wrote. Updates keep the row trigger of 0003/0016 (a transition table cannot watch chosen columns).
+0016's set-based `hstack_index_messages(ids)` stays defined but unused: bulk_insert_messages inserts
+through this trigger instead.
 
 SQLite is unchanged.
 """
 from alembic import op
 
-revision = "0017_pg_ingest"
-down_revision = "0016_search_scale"
+revision = "0018_pg_ingest"
+down_revision = "0017_cache_usage"
 branch_labels = None
 depends_on = None
 

@@ -1,15 +1,15 @@
 """cache usage: reviews.cached_tokens, the prompt tokens of a review the provider read from its prompt cache
 
-Revision ID: 0015_cache_usage
-Revises: 0014_hooks
+Revision ID: 0017_cache_usage
+Revises: 0016_search_scale
 Create Date: 2026-12-01
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = "0015_cache_usage"
-down_revision = "0014_hooks"
+revision = "0017_cache_usage"
+down_revision = "0016_search_scale"
 branch_labels = None
 depends_on = None
 
