@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
@@ -77,11 +76,6 @@ def fail(status: int = 429, message: str = "slow down", retry_after: float | str
     return Reply(status=status, message=message, retry_after=retry_after, **kwargs)
 
 
-def estimate_tokens(chars: int) -> int:
-    """The fake's token count: one token per four characters, rounded up."""
-    return math.ceil(chars / 4)
-
-
 def message_text(message: dict) -> str:
     """The text of one chat message, whether its content is a string or a list of parts."""
     content = message.get("content")
@@ -121,6 +115,6 @@ def usage_for(reply: Reply, body: dict, prompt: PromptUsage | None = None) -> di
     else:
         out_chars = len(reply.text or "") + sum(len(c.name) + len(c.arguments) for c in reply.tool_calls)
         prompt = prompt or PromptUsage(tokens(len(serialize(body))), 0)
-        prompt_tokens, cached, completion = prompt.prompt_tokens, prompt.cached_tokens, estimate_tokens(out_chars)
+        prompt_tokens, cached, completion = prompt.prompt_tokens, prompt.cached_tokens, tokens(out_chars)
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
             "total_tokens": prompt_tokens + completion, "prompt_tokens_details": {"cached_tokens": cached}}

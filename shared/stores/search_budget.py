@@ -2,9 +2,9 @@
 
 BM25 over every match costs time in proportion to the history: the backend scores each matching
 row and counts each term's rows for its IDF. So, first by the size of the user's own scope (counted
-through the user's indexes, never the search index, and no further than `budget`):
+through the user's indexes, never the search index, and no further than `own_max`):
 - an empty scope has no candidates: no full-text query runs at all;
-- a scope smaller than `budget` is searched on its own rows alone, whatever everyone else wrote: a
+- a scope smaller than `own_max` (and the budget) is searched on its own rows alone, whatever everyone else wrote: a
   user's words may be in every other user's messages, and walking those costs the whole database.
   Where a scope row costs more than a match (SQLite indexes the rows afresh, `own_row_cost` times
   dearer), a query matching fewer rows in the whole index than the scope is worth (a rare word, no
@@ -37,19 +37,20 @@ class Backend:
     ranked: Callable[[ParsedQuery], Found]  # the best candidates by BM25
     newest: Callable[[ParsedQuery, bool], Found]  # the newest matches; True: holding a term themselves
     budget: int
-    scope_size: Callable[[], int]  # the scope's messages, counting no further than the budget
+    scope_size: Callable[[int], int]  # the scope's messages, counting no further than the cap given
     own: Callable[[ParsedQuery, bool], Found]  # the scope's rows alone: ranked, or (True) the newest matches
     own_row_cost: int  # matches ranked in the whole index costing what one scope row costs `own` (0: never dearer)
-    own_max: int = 0  # the largest scope `own` takes (0: up to the budget)
+    own_max: int  # the largest scope `own` takes
 
 
 def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     """Candidates for `parsed` within the backend's budget of ranked rows."""
-    size = backend.scope_size()
+    own_cap = min(backend.own_max, backend.budget)
+    size = backend.scope_size(own_cap)
     required = all(t.required for t in parsed.terms)
     if size == 0:
         return {}
-    if _own_is_cheaper(parsed, backend, size):
+    if size < own_cap and _own_is_cheaper(parsed, backend, size):
         return backend.own(parsed, required)
     if required:
         return backend.newest(parsed, False)
@@ -63,11 +64,9 @@ def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
 
 
 def _own_is_cheaper(parsed: ParsedQuery, backend: Backend, size: int) -> bool:
-    """Whether searching the scope's own rows costs less than the plan over the whole index: a scope
-    below the budget, and a query matching at least what the scope's rows cost in matches (counting
+    """Whether searching the scope's own rows (fewer than `own_max`) costs less than the plan over the
+    whole index: a query matching at least what the scope's rows cost in matches (counting
     stops there) or too many rows to rank (the whole-index plan would walk every user's matches)."""
-    if size >= min(backend.own_max or backend.budget, backend.budget):
-        return False
     if not backend.own_row_cost:
         return True
     worth = min(size * backend.own_row_cost, backend.budget)

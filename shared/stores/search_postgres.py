@@ -105,7 +105,7 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
         ranked=lambda q: _ranked(s, q, joins, where, params, pool),
         newest=lambda q, own: _newest(s, tsquery_match(q, body_only=own), joins, where, params, few),
         budget=BUDGET,
-        scope_size=lambda: scope.size(s, BUDGET),
+        scope_size=lambda cap: scope.size(s, cap),
         own=lambda q, newest: (_own_newest(s, tsquery_match(q), joins, where, params, few) if newest
                                else _ranked(s, q, joins, where, params, pool, _own_matched(scope))),
         own_row_cost=0,  # a walk testing each document: no dearer than finding the matches through GIN

@@ -60,7 +60,7 @@ def _latin(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -
         ranked=lambda q: _ranked(s, fts5_match(q, BODY, ALL_COLUMNS), where, params, pool),
         newest=lambda q, own: _newest(s, fts5_match(q, BODY, BODY if own else ALL_COLUMNS), where, params, few),
         budget=BUDGET,
-        scope_size=lambda: scope.size(s, BUDGET),
+        scope_size=lambda cap: scope.size(s, cap),
         own=lambda q, newest: _own(s, q, scope, few if newest else pool, newest),
         own_row_cost=OWN_ROW_COST,
         own_max=OWN_MAX,

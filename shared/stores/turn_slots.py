@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, func, or_
+from sqlalchemy import and_, bindparam, func, or_
 from sqlmodel import Session, select
 
 from shared.clock import utcnow
@@ -89,21 +89,23 @@ def take_slots(s: Session, user_id: str, max_running: int) -> list[Turn]:
 def send_waiting(db: Database, session_id: str, max_running: int) -> list[Turn]:
     """After a session went idle here: the turns of its user to send now (marked sent; the caller enqueues them).
 
-    Most drains find no turn of the user waiting (always so without a cap): that is answered by a read,
-    without taking the write lock every other writer of the database queues on.
+    Most drains find no turn of the user waiting (always so without a cap): that is answered by one read,
+    without taking the write lock every other writer of the database queues on. Asked after a turn
+    finished (its slot already free in the database): an accept committed before this read is seen here;
+    one committed after it saw the free slot and sent its turn itself.
     """
     with db.read() as s:
-        user_id = s.exec(select(ChatSession.user_id).where(ChatSession.id == session_id)).first()
-        if user_id is None or not _has_waiting(s, user_id):
-            return []
+        user_id = s.execute(_WAITING_USER, {"session_id": session_id}).scalar()
+    if user_id is None:
+        return []
     with db.write() as s:
         return take_slots(s, user_id, max_running)
 
 
-def _has_waiting(s: Session, user_id: str) -> bool:
-    """Whether a queued turn of the user was never sent (the only kind take_slots can send)."""
-    return s.exec(select(Turn.id).where(Turn.user_id == user_id, Turn.status == QUEUED,
-                                        Turn.enqueued_at.is_(None)).limit(1)).first() is not None
+# The session's user, when a queued turn of theirs was never sent (the only kind take_slots can send).
+_WAITING_USER = select(Turn.user_id).where(
+    Turn.user_id == select(ChatSession.user_id).where(ChatSession.id == bindparam("session_id")).scalar_subquery(),
+    Turn.status == QUEUED, Turn.enqueued_at.is_(None)).limit(1)
 
 
 def users_waiting(db: Database, created_before: datetime, limit: int = 500) -> list[str]:

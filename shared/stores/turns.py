@@ -218,21 +218,6 @@ def _lock_session(s: Session, session_id: str) -> None:
         s.exec(select(ChatSession.id).where(ChatSession.id == session_id).with_for_update()).first()
 
 
-def user_has_waiting(db: Database, session_id: str) -> bool:
-    """Whether the session's user has a turn waiting for a slot (queued, never sent): one read, no write lock.
-
-    Asked after a turn finished (its slot already free in the database): an accept committed before this
-    read is seen here; one committed after it saw the free slot and sent its turn itself.
-    """
-    with db.read() as s:
-        return s.execute(_USER_WAITING, {"session_id": session_id}).first() is not None
-
-
-_USER_WAITING = select(Turn.id).where(
-    Turn.user_id == select(ChatSession.user_id).where(ChatSession.id == bindparam("session_id")).scalar_subquery(),
-    Turn.status == TurnStatus.queued.value, Turn.enqueued_at.is_(None)).limit(1)
-
-
 def heartbeat(db: Database, turn_ids: list[str], worker_id: str) -> set[str]:
     """Renew the lease of turns this worker runs; returns those a client asked to cancel."""
     if not turn_ids:

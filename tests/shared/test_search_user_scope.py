@@ -95,6 +95,7 @@ def test_an_empty_scope_answers_nothing_without_a_full_text_query(db, crowd):
     user = make_user(db)
     only = make_session(db, user.id)
     sessions.append_messages(db, only.id, [{"role": "user", "content": "zeppelin marmalade, once"}])
+    newcomer = make_user(db)  # made before listening: only the searches' statements are seen
     statements: list[str] = []
 
     def seen(conn, cursor, statement, *args):
@@ -102,7 +103,7 @@ def test_an_empty_scope_answers_nothing_without_a_full_text_query(db, crowd):
 
     event.listen(db.engine, "before_cursor_execute", seen)
     try:
-        assert recall(db, make_user(db).id, WORDS, "no-such-session") == []
+        assert recall(db, newcomer.id, WORDS, "no-such-session") == []
         assert recall(db, user.id, WORDS, only.id) == []  # the one session holding anything is the current one
         assert search_messages(db, user.id, "zeppelin", role="assistant") == []
     finally:

@@ -38,8 +38,7 @@ def drain_session(runtime: Runtime, session_id: str) -> int:
         ran += 1
     if runtime.shutdown.requested:
         send(runtime, [t for t in [turns.hand_off(runtime.db, session_id)] if t is not None])
-    if turns.user_has_waiting(runtime.db, session_id):  # usually nobody waits: skip the write lock
-        send(runtime, turn_slots.send_waiting(runtime.db, session_id, settings.max_running_turns_per_user))
+    send(runtime, turn_slots.send_waiting(runtime.db, session_id, settings.max_running_turns_per_user))
     return ran
 
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import redis
 
 from shared import events
-
-log = logging.getLogger(__name__)
 
 
 class TurnEvents:
@@ -26,10 +23,3 @@ class TurnEvents:
     def start(self, session_id: str, data: dict[str, Any]) -> None:
         """`turn.started`, then the session's waiting notices, in one Redis round trip (a failure raises, as emit's)."""
         events.start_turn(self.redis, self.turn_id, session_id, data)
-
-    def deliver_notices(self, session_id: str) -> None:
-        """Take the session's waiting notices (a review's `review.completed`) onto this turn's stream."""
-        try:
-            events.deliver_notices(self.redis, session_id, self.turn_id)
-        except (redis.RedisError, OSError):
-            log.warning("could not deliver the session's notices to this turn", exc_info=True)

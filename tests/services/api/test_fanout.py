@@ -68,7 +68,10 @@ def test_close_returns_when_a_cancelled_read_comes_back_as_a_connection_error(se
     turn = turns.create_turn(db, user.id, make_session(db, user.id).id, "close")[0]
     load = turn_loader(db, user.id, turn.id)
 
+    reading = asyncio.Event()
+
     async def read_until_cancelled(*_args, **_kwargs):
+        reading.set()
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
@@ -81,9 +84,7 @@ def test_close_returns_when_a_cancelled_read_comes_back_as_a_connection_error(se
         hub.start()
         stream = follow(hub, turn.id, load, idle_seconds=10)
         waiting = asyncio.create_task(anext(stream))
-        await asyncio.sleep(0)  # let the reader start its read
-        while not hub.readers[0].channels:
-            await asyncio.sleep(0.01)
+        await reading.wait()  # the reader is inside its XREAD
         await hub.close()
         return await waiting
 
