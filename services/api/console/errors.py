@@ -43,7 +43,7 @@ class ConsoleRefusal(Exception):
 
 def error_page(request: Request, status: int, message: str):
     return render(request, "error.html", status_code=status, title=TITLES.get(status, "Error"),
-                  message=message, flash=None)
+                  message=message)
 
 
 async def _sign_in(request: Request, exc: SignInRequired):

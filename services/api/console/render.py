@@ -53,7 +53,6 @@ def render(request: Request, template: str, *, status_code: int = 200, **context
         "csrf_token": cookies.csrf_token(request),
         "active": "",
         "flash": flash,
-        "request_path": request.url.path,
     }
     page.update(context)
     response.body = response.render(environment().get_template(template).render(page))

@@ -149,7 +149,7 @@ def test_add_and_remove_memory_and_a_poisoned_entry_is_refused(page_for, person,
 
     entry.get_by_text("Edit or remove").click()
     entry.get_by_role("button", name="Remove").click()
-    page.get_by_role("status").wait_for()
+    page.get_by_role("status").filter(has_text="Entry removed.").wait_for()
     assert notes.get_by_role("listitem").filter(has_text="kestrel").count() == 0
 
     about = page.locator("section").filter(has=page.get_by_role("heading", name="USER.md"))

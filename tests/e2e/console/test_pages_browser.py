@@ -70,8 +70,6 @@ def test_pin_and_archive_a_skill_from_its_page(page_for, person, shot):
 def test_a_script_in_a_skill_is_shown_as_text_and_never_runs(page_for, person):
     key, _, _ = person
     page = page_for(key)
-    blocked = []
-    page.on("console", lambda message: blocked.append(message.text))
     page.goto("/skills/brew-tea")
     body = page.locator("article.markdown")
     body.get_by_role("heading", name="Steps").wait_for()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from services.api.console import signing
 from services.api.console.session import SESSION_COOKIE
 
