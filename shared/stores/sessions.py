@@ -32,6 +32,16 @@ def create_session(
     return row
 
 
+def session_titles(db: Database, user_id: str, session_ids: set[str]) -> dict[str, str | None]:
+    """The titles of those of these sessions that are the user's, in one read."""
+    if not session_ids:
+        return {}
+    with db.read() as s:
+        rows = s.exec(select(ChatSession.id, ChatSession.title)
+                      .where(ChatSession.user_id == user_id, ChatSession.id.in_(session_ids))).all()
+    return dict(rows)
+
+
 def get_session(db: Database, user_id: str | None, session_id: str) -> ChatSession:
     """A session of this user (any user when user_id is None); another user's is NotFound."""
     with db.read() as s:

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, Request
 from services.api.console.deps import ConsoleUser
 from services.api.console.render import render
 from services.api.console.session import Flash
-from shared.errors import InvalidInput, NotFound
+from shared.errors import InvalidInput
 from shared.stores import sessions
 from shared.stores.search import search_messages
 from shared.stores.search_query import MAX_QUERY_CHARS
@@ -54,13 +54,8 @@ def excerpt(content: str, query: str) -> tuple[str, str, str]:
 
 
 def _titles(db, user_id: str, session_ids: set[str]) -> dict[str, str]:
-    titles = {}
-    for session_id in session_ids:
-        try:
-            titles[session_id] = sessions.get_session(db, user_id, session_id).title or "Untitled chat"
-        except NotFound:
-            titles[session_id] = "Untitled chat"
-    return titles
+    found = sessions.session_titles(db, user_id, session_ids)
+    return {session_id: found.get(session_id) or "Untitled chat" for session_id in session_ids}
 
 
 @router.get("/search")
