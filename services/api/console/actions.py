@@ -21,10 +21,15 @@ def attempt(request: Request, back: str, action: Callable[[], object], done: str
     try:
         action()
     except HermesError as exc:
-        if exc.status_code == 404:
-            raise
-        return redirect(request, back, exc.message, "alert")
+        return refused(request, back, exc)
     return redirect(request, back, done)
+
+
+def refused(request: Request, back: str, exc: HermesError) -> RedirectResponse:
+    """Back to `back` with the store's refusal as an alert; a 404 (none, or another user's) stays a 404."""
+    if exc.status_code == 404:
+        raise exc
+    return redirect(request, back, exc.message, "alert")
 
 
 def parsed(model: type[BaseModel], form: dict[str, str]) -> BaseModel:

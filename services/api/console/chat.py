@@ -16,6 +16,7 @@ from fastapi import APIRouter, Header, Query, Request
 
 from services.api.accept import accept_turn
 from services.api.console import session as cookies
+from services.api.console.actions import refused
 from services.api.console.deps import ConsoleForm, ConsoleUser, redirect
 from services.api.console.render import render
 from services.api.console.transcript import Transcript
@@ -74,9 +75,7 @@ def _send(request: Request, user_id: str, session_id: str, text: str):
     try:
         accept_turn(state.db, state.enqueue, state.settings, user_id=user_id, session_id=session_id, text=text)
     except HermesError as exc:
-        if exc.status_code == 404:
-            raise
-        return redirect(request, f"/chat/{session_id}", exc.message, "alert")
+        return refused(request, f"/chat/{session_id}", exc)
     return redirect(request, f"/chat/{session_id}#live")
 
 
@@ -90,10 +89,8 @@ def decide(request: Request, approval_id: str, user: ConsoleUser, form: ConsoleF
     try:
         approval = decide_and_resume(state.db, state.enqueue, user.id, approval_id, approve=approve, scope=scope)
     except HermesError as exc:
-        if exc.status_code == 404:
-            raise
         back = quote(form.get("session_id", ""), safe="")
-        return redirect(request, f"/chat/{back}#live" if back else "/chat", exc.message, "alert")
+        return refused(request, f"/chat/{back}#live" if back else "/chat", exc)
     return redirect(request, f"/chat/{approval.session_id}#live", DECIDED_TEXT[choice])
 
 

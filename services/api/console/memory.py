@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from services.api.console.actions import refused
 from services.api.console.deps import ConsoleForm, ConsoleUser, redirect
 from services.api.console.render import render
 from shared.errors import HermesError, InvalidInput, NotFound
@@ -40,9 +41,7 @@ def decide_staged(request: Request, staged_id: str, user: ConsoleUser, form: Con
     try:
         _, result = memory_staged.decide(state.db, state.settings, user.id, staged_id, approve=choice == "approve")
     except HermesError as exc:
-        if exc.status_code == 404:
-            raise
-        return redirect(request, "/memory", exc.message, "alert")
+        return refused(request, "/memory", exc)
     if result is not None and not result.ok:
         return redirect(request, "/memory", result.message, "alert")
     return redirect(request, "/memory", "Approved and written." if choice == "approve" else "Denied.")
