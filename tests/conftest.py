@@ -90,6 +90,16 @@ def user(db):
 
 
 @pytest.fixture
+def real_time():
+    """The real clock before and after the test (the curator's tests move it forward)."""
+    from shared import clock
+
+    clock.reset()
+    yield
+    clock.reset()
+
+
+@pytest.fixture
 def tmp_data_dir():
     path = Path(tempfile.mkdtemp(prefix="hstack-data-"))
     yield path

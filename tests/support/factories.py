@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from shared.db import Database
 from shared.stores import sessions, users
 
+SKILL = "---\nname: {0}\ndescription: The {0} procedure.\n---\n1. Do it.\n"  # a SKILL.md; .format(name)
+
 
 @dataclass(frozen=True)
 class TestUser:

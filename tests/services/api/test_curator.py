@@ -11,16 +11,9 @@ from shared.curation.passes import run_pass
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from tests.services.api.helpers import error_of
-from tests.support.factories import make_user
+from tests.support.factories import SKILL, make_user
 
-SKILL = "---\nname: {0}\ndescription: The {0} procedure.\n---\n1. Do it.\n"
-
-
-@pytest.fixture(autouse=True)
-def real_time():
-    clock.reset()
-    yield
-    clock.reset()
+pytestmark = pytest.mark.usefixtures("real_time")  # the curator reads the clock: see tests/conftest.py
 
 
 def test_a_user_sees_their_own_runs_and_can_undo_one_change(client, db, settings):

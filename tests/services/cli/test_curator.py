@@ -11,16 +11,9 @@ from shared import clock
 from shared.stores import curator, curator_backups
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
-from tests.support.factories import make_user
+from tests.support.factories import SKILL, make_user
 
-SKILL = "---\nname: {0}\ndescription: The {0} procedure.\n---\n1. Do it.\n"
-
-
-@pytest.fixture(autouse=True)
-def real_time():
-    clock.reset()
-    yield
-    clock.reset()
+pytestmark = pytest.mark.usefixtures("real_time")  # the curator reads the clock: see tests/conftest.py
 
 
 @pytest.fixture

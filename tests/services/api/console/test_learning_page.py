@@ -12,19 +12,12 @@ from shared.models.reviews import CallOutcome
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from tests.services.api.console.conftest import Browser
-from tests.support.factories import make_session, make_user
+from tests.support.factories import SKILL, make_session, make_user
 from tests.support.reviews import completed_review
 
 REMEMBER = {"action": "add", "target": "user", "content": "Prefers <script>alert('x')</script> tea."}
 SAVED = {"success": True, "message": "Entry added."}
-SKILL = "---\nname: {0}\ndescription: The {0} procedure.\n---\n1. Do it.\n"
-
-
-@pytest.fixture(autouse=True)
-def real_time():
-    clock.reset()
-    yield
-    clock.reset()
+pytestmark = pytest.mark.usefixtures("real_time")  # the curator reads the clock: see tests/conftest.py
 
 
 def test_a_review_shows_what_it_wrote_linked_to_its_session(signed_in: Browser, db, user):
