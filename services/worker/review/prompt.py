@@ -18,49 +18,43 @@ HEADERS = {
 NOTHING = "Nothing to save."
 
 OPENING = (
-    "The conversation above has ended and the user will not read your reply. Keep what will make you better at "
-    "helping this user in future sessions."
+    "The conversation above has ended; the user will not read your reply. Keep what will help you serve this "
+    "user in future sessions."
 )
 
+# Every rule stays; the wording is short because this message is the one part of a review's first request that
+# no provider has cached (the fork replays the parent's request byte for byte before it: bench.cache).
 MEMORY_RULES = (
     "Memory (the memory tool):",
-    "- Save only facts stated in a message or shown in a tool result above. Never save a guess or an inference "
-    "about the user.",
-    '- Facts about the user (who they are, preferences, how they want you to work) go to target "user" (USER.md); '
-    'facts about their environment, projects, conventions and tool quirks go to target "memory" (MEMORY.md).',
-    "- A one-off request is not a standing preference: save one only when they said \"always\", \"never\", "
-    '"from now on", or asked you to remember it.',
-    '- Write short declarative facts ("User prefers British English"), not instructions to yourself.',
-    "- Never save transient errors, a missing binary, a failed connection, or a claim that a tool does not work.",
-    "- Skip task progress, logs of finished work, and anything easy to find again.",
-    '- When an entry already says nearly the same, update it (action "replace") instead of adding a near-duplicate.',
+    "- Save only what a message or tool result above showed. Never save a guess or an inference about the user.",
+    '- Who the user is and how they want you to work: target "user" (USER.md); their environment, projects, '
+    'conventions and tool quirks: target "memory" (MEMORY.md).',
+    '- A one-off request is not a standing preference unless they said "always", "never", "from now on", or '
+    "asked you to remember it.",
+    '- Short declarative facts ("User prefers British English"), not instructions to yourself; no task progress.',
+    "- Never save transient errors, a missing binary, or a claim that a tool does not work.",
+    '- Update a similar entry (action "replace") instead of adding a near-duplicate.',
 )
 
 SKILL_RULES = (
     "Skills (skills_list, skill_view, skill_manage):",
-    "- Be active: most conversations with real work deserve a skill update; saving nothing is a missed chance, "
-    "not the default.",
-    "- Prefer, in order: (1) patch a skill that was loaded or viewed here; (2) patch an existing umbrella skill for "
-    "this class of task (skills_list, then skill_view); (3) add a support file to it (references/, templates/, "
-    "scripts/) with a one-line pointer in its SKILL.md; (4) only then create a new umbrella skill.",
-    "- Load the exact file with skill_view before you patch it; a write to a file not loaded in this review is "
-    "refused.",
-    "- A skill is a class-level procedure for a kind of task, named for the class (\"deploy-static-site\"), never "
-    "for a ticket, an error or a one-off.",
-    "- In SKILL.md put the steps first, then the pitfalls, each as a rule with one clause of why.",
-    '- A new SKILL.md starts with front matter: "---", "name: <name>", "description: <one line>", "---".',
-    "- Prefer updating an existing skill over creating a near-duplicate.",
-    "- User corrections and preferences about how to do a kind of task belong in that task's skill.",
-    "- Never capture transient errors, missing binaries, unconfigured credentials, or claims that a tool does not "
-    "work; capture the fix of a solved setup problem.",
-    "- If two skills overlap, say so in your final reply for the curator; do not merge or delete them.",
-    "- Only skills a review created may change; the user's own, pinned and bundled skills are read-only.",
+    "- Be active: real work usually deserves a skill update; saving nothing is a missed chance.",
+    "- Prefer (1) patch a skill that was loaded or viewed here; (2) patch an existing umbrella skill for this "
+    "class of task; (3) add a support file (references/, templates/, scripts/) with a one-line pointer in "
+    "SKILL.md; (4) only then create a new one.",
+    "- A skill is a class-level procedure named for a kind of task, never for a ticket, an error or a one-off. "
+    "Load the exact file with skill_view before you patch it.",
+    "- Put the steps first, then the pitfalls, each as a rule with one clause of why. User corrections about a "
+    "kind of task belong in its skill.",
+    "- Never capture transient errors, missing binaries, unset credentials, or claims that a tool does not work; "
+    "capture the fix of a solved setup problem.",
+    "- Prefer updating an existing skill over creating a near-duplicate; name overlaps in your reply for the "
+    "curator, never merge or delete. Only skills a review created may change.",
 )
 
 CLOSING = (
     "Act only on a real signal; every write is final, so never repeat one. "
-    f'If nothing is worth saving, reply exactly "{NOTHING}" and stop. Only the memory, skills_list, skill_view '
-    "and skill_manage tools run in this review."
+    f'If nothing is worth saving, reply exactly "{NOTHING}" and stop.'
 )
 
 
