@@ -349,6 +349,33 @@ def profile_cpu(argv: list[str]) -> int:
         ENV.close()
 
 
+def report_postgres(model: FakeModel) -> dict | None:
+    """The same sequential-turn overhead on a second stack whose database is Postgres (a scratch database on
+    the machine's server); a skip line when no server answers on 127.0.0.1:5432."""
+    if not test_env.reachable("127.0.0.1", 5432):
+        print("\nturn overhead on Postgres: skipped, no PostgreSQL server on 127.0.0.1:5432")
+        return None
+    os.environ["TEST_DATABASE"] = "postgres"  # the stack's scratch database comes from the Postgres template
+    try:
+        stack = Stack(model_url=model.base_url, env_overrides={"LOG_LEVEL": "WARNING", "MAX_RUNNING_TURNS_PER_USER": "0"})
+    finally:
+        os.environ["TEST_DATABASE"] = "sqlite"
+    try:
+        api, worker = stack.start_api(), stack.start_worker()
+        key = stack.create_user("bench-postgres")
+        print()
+        cpu = report_cpu(stack, {"api": api, "worker": worker}, key)
+        overhead = bench_overhead(stack, key, model=model)
+        print(f"turn overhead, POST → turn.completed over SSE, {overhead['n']} sequential turns, instant model "
+              "(Postgres):")
+        print("  stage medians (ms from the POST): " + ", ".join(f"{k} {v:.1f}" for k, v in overhead["stages"].items()))
+        figure("turn overhead p50 (Postgres)", overhead["p50_ms"], "ms", target=TARGETS["overhead_p50_ms_postgres"],
+               note=f"p99 {overhead['p99_ms']:.1f} ms")
+        return {"overhead": overhead, "cpu_ms_per_turn": cpu}
+    finally:
+        stack.stop()
+
+
 def main() -> int:
     if sys.argv[1:2] == ["cpu"]:
         return profile_cpu(sys.argv[2:])
@@ -376,6 +403,7 @@ def main() -> int:
 
         results = [bench_concurrency(stack, model, key, n) for n in (10, 100, 200)]
         report_concurrency(results)
+        postgres = report_postgres(model)
 
         procs = {"api": api, "worker": worker, "reviewer": reviewer, "curator": curator}
         rss = {name: rss_mb(p.popen.pid) for name, p in procs.items()}
@@ -390,7 +418,8 @@ def main() -> int:
               f"(target ≤ {TARGETS['cold_start_s']:.0f} s: ratio {cold / TARGETS['cold_start_s']:.2f})")
         summary()
         print("\n" + json.dumps({**turn_figures, "cpu_ms_per_turn": cpu, "anchor": anchor, "first_call_bytes": ours_bytes,
-                                 "concurrency": results, "rss_mb": rss, "cold_start_s": cold}))
+                                 "concurrency": results, "rss_mb": rss, "cold_start_s": cold,
+                                 "postgres": postgres}))
         return 0
     finally:
         stack.stop()
