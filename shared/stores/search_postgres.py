@@ -3,8 +3,8 @@
 Ranking finds the matches through the GIN index first (a materialized CTE; the caller's budget
 keeps them to a thousand), with the columns ranking needs, then keeps the user's by the owner stored
 beside each document (migration 0016): left to itself the planner may walk a heavy user's every
-message instead. Ranking costs ~20-30 µs per document (unnesting each tsvector for its term
-frequencies): 3,000 documents were ~100 ms at 1M messages, 1,000 ~30 ms.
+message instead. Term frequencies come from ts_rank by weight class, not by unnesting each
+tsvector (see _TF_RANKED): ranking 2,500 documents at 1M messages took 94 ms unnested, 31 ms so.
 Listing the newest matches of a common term walks the user's index entries newest first and tests
 each document, stopping at the limit: a bitmap over every match of a word found in half the
 history would cost time in proportion to the whole database. The walk is bounded; a rarer term
@@ -168,12 +168,17 @@ def _count(s: Session, match: str, cap: int) -> int:
     and a heavy user's question counts each of its words: half its time). When Postgres' statistics
     (ANALYZE's most common lexemes, the planner's estimate) already put the match at several times
     `cap`, that is the answer; rarer words, and tables never analyzed, are counted."""
-    if _estimated(s, match) >= max(SURELY_COMMON * cap, TRUSTED_ESTIMATE):
+    if _surely_common(s, match, cap):
         return cap
     return s.execute(text(
         "SELECT count(*) FROM (SELECT 1 FROM message_search WHERE document @@ to_tsquery('english', :match) "
         "LIMIT :cap) AS m"
     ), {"match": match, "cap": cap}).scalar()
+
+
+def _surely_common(s: Session, match: str, cap: int) -> bool:
+    """Whether the planner's estimate alone puts the match at `cap` documents or more."""
+    return _estimated(s, match) >= max(SURELY_COMMON * cap, TRUSTED_ESTIMATE)
 
 
 def _estimated(s: Session, match: str) -> float:
@@ -210,7 +215,7 @@ def _newest(s: Session, match: str, joins: str, where: str, params: dict, few: i
     documents, found by reading them: a separate count rechecked a phrase's every candidate document
     twice), else by a bounded walk of the user's newest documents, and when that finds too few,
     through the GIN index after all."""
-    if _estimated(s, match) < max(SURELY_COMMON * BUDGET, TRUSTED_ESTIMATE):
+    if not _surely_common(s, match, BUDGET):
         read, rows = _gin_newest(s, match, joins, where, params, few, BUDGET)
         if read < BUDGET:
             return rows
