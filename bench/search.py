@@ -151,12 +151,16 @@ def run(backend: str, sizes: list[int], n_queries: int) -> list[tuple[int, float
     try:
         history = new_history(db)
         for size in sizes:
+            started = time.perf_counter()
             rate = grow(db, corpus, history, size)
+            grown = time.perf_counter() - started
             kinds = queries(corpus, history.samples, n_queries)
             timings = {who: measure(db, uid, kinds) for who, uid in (("heavy", history.heavy),
                                                                       ("light", history.light[0]))}
             rows.append((history.stored, rate, timings))
             print_size(backend, history.stored, rate, timings)
+            print(f"    step took {time.perf_counter() - started:,.0f} s ({grown:,.0f} s generating and storing "
+                  "the messages)", flush=True)
     finally:
         close()
     return rows

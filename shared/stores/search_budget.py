@@ -20,7 +20,7 @@ then by the query's matches in the whole index:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from shared.stores.search_query import ParsedQuery, Term
@@ -45,6 +45,7 @@ class Backend:
 
 def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     """Candidates for `parsed` within the backend's budget of ranked rows."""
+    backend = replace(backend, count=_remembered(backend.count))
     own_cap = min(backend.own_max, backend.budget)
     size = backend.scope_size(own_cap)
     required = all(t.required for t in parsed.terms)
@@ -61,6 +62,22 @@ def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     for message_id, candidate in backend.newest(parsed, True).items():
         found.setdefault(message_id, candidate)
     return found
+
+
+def _remembered(count: Callable[[ParsedQuery, int], int]) -> Callable[[ParsedQuery, int], int]:
+    """`count`, asked once per query: a plan counts the same words up to three times (the whole query,
+    then each term, where a one-word query's term is the query itself). A count that reached its cap
+    answers any smaller cap; one below its cap is exact."""
+    known: dict[ParsedQuery, tuple[int, int]] = {}
+
+    def counted(parsed: ParsedQuery, cap: int) -> int:
+        n, capped = known.get(parsed, (0, 0))
+        if capped and (n < capped or cap <= capped):
+            return min(n, cap)
+        known[parsed] = (count(parsed, cap), cap)
+        return known[parsed][0]
+
+    return counted
 
 
 def _own_is_cheaper(parsed: ParsedQuery, backend: Backend, size: int) -> bool:

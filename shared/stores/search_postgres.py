@@ -1,8 +1,10 @@
 """Postgres backend of message search: a tsvector per message (GIN), BM25 computed in SQL.
 
 Ranking finds the matches through the GIN index first (a materialized CTE; the caller's budget
-keeps them to a few thousand), then keeps the user's by the owner stored beside each document
-(migration 0016): left to itself the planner may walk a heavy user's every message instead.
+keeps them to a thousand), with the columns ranking needs, then keeps the user's by the owner stored
+beside each document (migration 0016): left to itself the planner may walk a heavy user's every
+message instead. Term frequencies come from ts_rank by weight class, not by unnesting each
+tsvector (see _TF_RANKED): ranking 2,500 documents at 1M messages took 94 ms unnested, 31 ms so.
 Listing the newest matches of a common term walks the user's index entries newest first and tests
 each document, stopping at the limit: a bitmap over every match of a word found in half the
 history would cost time in proportion to the whole database. The walk is bounded; a rarer term
@@ -33,54 +35,89 @@ from shared.stores.search_scope import Candidate, Scope
 SYNTAX_ERROR = "42601"
 K1, B = 1.2, 0.75
 SMALL_TABLE = 10_000  # below this many rows the planner's estimate may be stale: count them
-BUDGET = 3000  # matching documents ranked per query at most (see search_budget)
+BUDGET = 1000  # matching documents ranked per query at most (see search_budget)
 OWN_MAX = 500  # a larger scope takes the whole-index plan (a 2,000-message user: 73.6 ms walked, 20.7 ms so)
 SURELY_COMMON = 3  # an estimate this many times the cap is trusted without counting (see _count)
+TRUSTED_ESTIMATE = 9_000  # and at least this: the planner guesses 3,169 at 1M for a lexeme it keeps no statistics on
 WALK = 20_000  # a user's newest documents tested one by one, at most, when listing a common term's matches
+RARE = 200  # a match read whole from the GIN index when it has fewer documents than this (see _newest)
 
-# Every match in the database, through the GIN index; the user's are kept after.
-_MATCHED = "SELECT message_id FROM message_search WHERE document @@ to_tsquery('english', :match)"
+# Every match in the database, through the GIN index, with what ranking needs (read once, never
+# fetched again by id); the user's are kept after.
+_COLUMNS = "{t}message_id, {t}prev_id, {t}prev2_id, {t}doc_len, {t}document, {t}user_id"
+_MATCHED = (f"SELECT {_COLUMNS.format(t='')} FROM message_search "
+            "WHERE document @@ to_tsquery('english', :match)")
 # A small scope's matches, each of its documents tested (`IS TRUE` keeps the planner off GIN): through
 # the (user_id, message_id) index, or messages' (session_id, id) when one session narrows (a user's
 # session of a long history); `hits` applies the rest of the scope. Joining messages for a role or
 # an excluded session here would make the planner scan every message.
-_OWN_MATCHED = ("SELECT message_id FROM message_search WHERE user_id = :scope_user "
+_OWN_MATCHED = (f"SELECT {_COLUMNS.format(t='')} FROM message_search WHERE user_id = :scope_user "
                 "AND (document @@ to_tsquery('english', :match)) IS TRUE")
-_SESSION_MATCHED = ("SELECT ms.message_id FROM messages AS m JOIN message_search AS ms ON ms.message_id = m.id "
+_SESSION_MATCHED = (f"SELECT {_COLUMNS.format(t='ms.')} FROM messages AS m "
+                    "JOIN message_search AS ms ON ms.message_id = m.id "
                     "WHERE m.session_id = :scope_session AND (ms.document @@ to_tsquery('english', :match)) IS TRUE")
 _RANK = f"""
 WITH matched AS MATERIALIZED ({{matched}}),
 hits AS MATERIALIZED (
     SELECT ms.message_id, ms.prev_id, ms.prev2_id, ms.doc_len, ms.document
-    FROM matched JOIN message_search AS ms USING (message_id) {{joins}}
+    FROM matched AS ms {{joins}}
     WHERE {{where}}),
-tf AS (
-    SELECT h.message_id, d.lexeme,
-           sum(CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN 0.5 WHEN 'C' THEN 0.2 ELSE 0 END) AS tf
-    FROM hits AS h
-    CROSS JOIN LATERAL unnest(h.document) AS d
-    CROSS JOIN LATERAL unnest(d.weights) AS w
-    WHERE d.lexeme = ANY(CAST(:lexemes AS text[])){{prefixes}}
-    GROUP BY h.message_id, d.lexeme),
-df AS (SELECT lexeme, count(*) AS n FROM tf GROUP BY lexeme),
-stats AS MATERIALIZED (SELECT greatest(:total, count(*)) AS n, greatest(avg(doc_len), 1) AS avgdl FROM hits)
+tf AS ({{tf}}),
+stats AS MATERIALIZED (SELECT greatest(:total, count(*)) AS n, greatest(avg(doc_len), 1) AS avgdl FROM hits),
+idf AS MATERIALIZED (  -- once per lexeme: a numeric ln() per document and term was 9 of 40 ms for 2,500
+    SELECT df.lexeme, greatest(ln((stats.n - df.n + 0.5) / (df.n + 0.5)), 1e-6) AS idf
+    FROM (SELECT lexeme, count(*) AS n FROM tf GROUP BY lexeme) AS df CROSS JOIN stats)
 SELECT h.message_id,
-       sum(greatest(ln((stats.n - df.n + 0.5) / (df.n + 0.5)), 1e-6)
-           * tf.tf * {K1 + 1} / (tf.tf + {K1} * (1 - {B} + {B} * h.doc_len / stats.avgdl))) AS score,
+       sum(idf.idf * tf.tf * {K1 + 1} / (tf.tf + {K1} * (1 - {B} + {B} * h.doc_len / stats.avgdl))) AS score,
        h.prev_id, h.prev2_id
-FROM tf JOIN df USING (lexeme) JOIN hits AS h USING (message_id) CROSS JOIN stats
+FROM tf JOIN idf USING (lexeme) JOIN hits AS h USING (message_id) CROSS JOIN stats
 GROUP BY h.message_id, h.prev_id, h.prev2_id
 ORDER BY score DESC, h.message_id DESC
 LIMIT :pool
 """
 
+_WEIGHED = "CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN 0.5 WHEN 'C' THEN 0.2 ELSE 0 END"
+# Term frequencies by unnesting every document: exact for prefixes too, but ~20 µs a document.
+_TF_UNNESTED = f"""
+    SELECT h.message_id, d.lexeme, sum({_WEIGHED}) AS tf
+    FROM hits AS h
+    CROSS JOIN LATERAL unnest(h.document) AS d
+    CROSS JOIN LATERAL unnest(d.weights) AS w
+    WHERE d.lexeme = ANY(CAST(:lexemes AS text[])){{prefixes}}
+    GROUP BY h.message_id, d.lexeme"""
 _PREFIXES = "\n       OR EXISTS (SELECT 1 FROM unnest(CAST(:prefixes AS text[])) AS p WHERE starts_with(d.lexeme, p))"
-# Through the GIN index: every match in the database, then the user's newest.
-_NEWEST_MATCHED = "WITH matched AS MATERIALIZED (" + _MATCHED + """)
-SELECT ms.message_id, ms.prev_id, ms.prev2_id
-FROM matched JOIN message_search AS ms USING (message_id) {joins}
-WHERE {where}
-ORDER BY ms.message_id DESC LIMIT :few
+# The same frequencies, ~25 times cheaper, for whole lexemes: ts_rank with one weight class at 1 and
+# the others at 0 is 0 when the lexeme is absent from that class, exactly ONCE when it occurs there
+# once (give or take a rounding of the float), and more when it occurs again (by 1/(i+1)^2 of ONCE,
+# i the occurrence's index among the lexeme's positions: at least 1/770^2 with 3 x 256 positions
+# at most, far above the rounding). Only a lexeme repeated within one class is unnested.
+_TF_RANKED = f"""
+    SELECT h.message_id, l.lexeme,
+           CASE WHEN greatest(r.a, r.b, r.c) > :once THEN
+                (SELECT sum({_WEIGHED}) FROM unnest(h.document) AS d CROSS JOIN LATERAL unnest(d.weights) AS w
+                 WHERE d.lexeme = l.lexeme)
+           ELSE (r.a > 0)::int * 1.0 + (r.b > 0)::int * 0.5 + (r.c > 0)::int * 0.2 END AS tf
+    FROM hits AS h
+    CROSS JOIN unnest(CAST(:lexemes AS text[]), CAST(:queries AS tsquery[])) AS l (lexeme, q)
+    CROSS JOIN LATERAL (SELECT ts_rank('{{0,0,0,1}}', h.document, l.q) AS a,
+                               ts_rank('{{0,0,1,0}}', h.document, l.q) AS b,
+                               ts_rank('{{0,1,0,0}}', h.document, l.q) AS c) AS r
+    WHERE r.a > 0 OR r.b > 0 OR r.c > 0"""
+ONCE = 1 / 1.64493406685  # ts_rank of one occurrence (its normalising constant is pi^2/6)
+REPEATED = ONCE * (1 + 5e-7)  # above any rounding of ONCE, below ONCE * (1 + 1/770^2)
+# Through the GIN index: the matches in the database (no more than :cap; NULL: all), the user's kept,
+# then their newest, and how many matches were read (fewer than :cap: every one). Both steps
+# materialized: under the LIMIT the planner once walked every message_search row backwards by primary
+# key to merge them with a match it thought common (9 real matches, 1,202 estimated: 600 ms at 1M).
+_NEWEST_MATCHED = """
+WITH matched AS MATERIALIZED (
+    SELECT message_id, prev_id, prev2_id, user_id FROM message_search
+    WHERE document @@ to_tsquery('english', :match) LIMIT :cap),
+scoped AS MATERIALIZED (
+    SELECT ms.message_id, ms.prev_id, ms.prev2_id FROM matched AS ms {joins} WHERE {where})
+SELECT (SELECT count(*) FROM matched), n.message_id, n.prev_id, n.prev2_id
+FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+    SELECT message_id, prev_id, prev2_id FROM scoped ORDER BY message_id DESC LIMIT :few) AS n ON true
 """
 # Through the (user_id, message_id) index, newest first: `IS TRUE` keeps the planner off the GIN index.
 _NEWEST_WALKED = """
@@ -132,12 +169,17 @@ def _count(s: Session, match: str, cap: int) -> int:
     and a heavy user's question counts each of its words: half its time). When Postgres' statistics
     (ANALYZE's most common lexemes, the planner's estimate) already put the match at several times
     `cap`, that is the answer; rarer words, and tables never analyzed, are counted."""
-    if _estimated(s, match) >= SURELY_COMMON * cap:
+    if _surely_common(s, match, cap):
         return cap
     return s.execute(text(
         "SELECT count(*) FROM (SELECT 1 FROM message_search WHERE document @@ to_tsquery('english', :match) "
         "LIMIT :cap) AS m"
     ), {"match": match, "cap": cap}).scalar()
+
+
+def _surely_common(s: Session, match: str, cap: int) -> bool:
+    """Whether the planner's estimate alone puts the match at `cap` documents or more."""
+    return _estimated(s, match) >= max(SURELY_COMMON * cap, TRUSTED_ESTIMATE)
 
 
 def _estimated(s: Session, match: str) -> float:
@@ -154,25 +196,49 @@ def _ranked(s: Session, parsed: ParsedQuery, joins: str, where: str, params: dic
     lexemes, prefixes = _lexemes(s, parsed)
     if not lexemes and not prefixes:
         return {}
-    sql = _RANK.format(matched=matched, joins=joins, where=where, prefixes=_PREFIXES if prefixes else "")
+    tf = _TF_UNNESTED.format(prefixes=_PREFIXES) if prefixes else _TF_RANKED
+    sql = _RANK.format(matched=matched, joins=joins, where=where, tf=tf)
     rows = s.execute(text(sql), {
         **params, "match": tsquery_match(parsed), "lexemes": lexemes, "prefixes": prefixes,
+        "queries": [_lexeme_query(lexeme) for lexeme in lexemes], "once": REPEATED,
         "total": _total(s), "pool": pool,
     })
     return {r[0]: Candidate(r[0], float(r[1]), r[2], r[3]) for r in rows}
 
 
+def _lexeme_query(lexeme: str) -> str:
+    """A tsquery of exactly this lexeme, as the index stores it (quoted: not parsed or stemmed again)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def _newest(s: Session, match: str, joins: str, where: str, params: dict, few: int) -> dict[int, Candidate]:
-    """The user's `few` newest matches: by a bounded walk of their newest messages when the match is
-    common (at least BUDGET documents), else (or when the walk finds too few) through the GIN index."""
-    rows = []
-    if _count(s, match, BUDGET) >= BUDGET:
-        rows = s.execute(text(_NEWEST_WALKED.format(joins=joins, where=where)),
-                         {**params, "match": match, "few": few, "walk": WALK}).all()
-    if len(rows) < few:
-        rows = s.execute(text(_NEWEST_MATCHED.format(joins=joins, where=where)),
-                         {**params, "match": match, "few": few}).all()
-    return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
+    """The user's `few` newest matches: through the GIN index when the match is rare (under RARE
+    documents, found by reading them: a separate count rechecked a phrase's every candidate document
+    twice), else by a bounded walk of the user's newest documents, and when that finds too few,
+    through the GIN index after all. Reading up to BUDGET matches first cost up to 61 ms at 100k
+    messages (a body-only match rechecks every document holding the word in its context too)."""
+    if not _surely_common(s, match, RARE):
+        read, rows = _gin_newest(s, match, joins, where, params, few, RARE)
+        if read < RARE:
+            return rows
+    walked = s.execute(text(_NEWEST_WALKED.format(joins=joins, where=where)),
+                       {**params, "match": match, "few": few, "walk": WALK}).all()
+    if len(walked) >= few:
+        return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in walked}
+    return _gin_newest(s, match, joins, where, params, few, None)[1]
+
+
+def _gin_newest(s: Session, match: str, joins: str, where: str, params: dict, few: int,
+                cap: int | None) -> tuple[int, dict[int, Candidate]]:
+    """How many matches the GIN index gave (no more than `cap`), and the user's `few` newest of them.
+
+    Sequential scans are off for the statement: under the LIMIT the planner trusted its estimate (2,080
+    matches) and scanned the table for 200 of them, reading 55,531 rows (62 ms at 100k messages)."""
+    s.execute(text("SET LOCAL enable_seqscan = off"))
+    rows = s.execute(text(_NEWEST_MATCHED.format(joins=joins, where=where)),
+                     {**params, "match": match, "few": few, "cap": cap}).all()
+    s.execute(text("SET LOCAL enable_seqscan = on"))
+    return rows[0][0], {r[1]: Candidate(r[1], 0.0, r[2], r[3]) for r in rows if r[1] is not None}
 
 
 def _lexemes(s: Session, parsed: ParsedQuery) -> tuple[list[str], list[str]]:

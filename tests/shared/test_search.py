@@ -182,3 +182,37 @@ def test_a_verb_form_finds_its_irregular_forms(db, user):
     session = make_session(db, user.id)
     sessions.append_messages(db, session.id, [{"role": "user", "content": "She drew a lighthouse at dusk."}])
     assert found(db, user.id, "Who was drawing?") == ["She drew a lighthouse at dusk."]
+
+
+def test_a_word_said_more_often_ranks_higher_in_the_message_and_in_its_context(db, user):
+    """Term frequencies count every occurrence, in the message (weight 1) and the one before it (0.5)."""
+    for said in ("heron heron heron pond", "heron heron pond mill", "heron pond mill reed"):
+        sessions.append_messages(db, make_session(db, user.id).id, [{"role": "user", "content": said}])
+    assert found(db, user.id, "heron") == ["heron heron heron pond", "heron heron pond mill", "heron pond mill reed"]
+
+    filler = [{"role": "user", "content": f"nothing to see, note {i}"} for i in range(12)]  # herons stay rare
+    sessions.append_messages(db, make_session(db, user.id).id, filler)
+    for asked, answer in (("heron heron heron heron?", "by the weir one"), ("heron egret stork ibis?", "by the weir two")):
+        sessions.append_messages(db, make_session(db, user.id).id, [{"role": "user", "content": asked},
+                                                                    {"role": "assistant", "content": answer}])
+    ranked = found(db, user.id, "heron weir", limit=20)
+    assert ranked.index("by the weir one") < ranked.index("by the weir two")
+
+
+@pytest.mark.parametrize("walk", [20_000, 3], ids=["found-by-walking", "walk-too-short"])
+def test_a_common_phrase_lists_the_users_newest_matches_outside_the_excluded_session(db, user, monkeypatch, walk):
+    """Past the budget the newest matches come from walking the newest documents, or on Postgres (when
+    the walk of the user's finds too few) from every match after all; never another user's, never the
+    excluded session's."""
+    kept, excluded = make_session(db, user.id), make_session(db, user.id)
+    sessions.append_messages(db, kept.id, [{"role": "user", "content": f"the blue kayak, trip {i}"} for i in range(8)])
+    sessions.append_messages(db, excluded.id, [{"role": "user", "content": "the blue kayak, excluded"}])
+    other = make_user(db)
+    sessions.append_messages(db, make_session(db, other.id).id, [{"role": "user", "content": "the blue kayak, not yours"}])
+    for backend in (search_sqlite, search_postgres):
+        monkeypatch.setattr(backend, "BUDGET", 5)
+        monkeypatch.setattr(backend, "OWN_MAX", 1)  # past the own-scope plan
+    monkeypatch.setattr(search_postgres, "WALK", walk)  # SQLite's walk bounds the whole index's matches instead
+
+    hits = search_messages(db, user.id, '"blue kayak"', limit=6, exclude_session_id=excluded.id)
+    assert [h.content for h in hits] == [f"the blue kayak, trip {i}" for i in reversed(range(2, 8))]
