@@ -82,9 +82,12 @@ def similarities(db: Database, scope: Scope, query: str) -> dict[int, float]:
         rows = s.execute(text(_STORED.format(where=where)), {**params, "model": MODEL}).all()
     if not rows:
         return {}
-    matrix = numpy.stack([numpy.frombuffer(r[1], dtype="float32") for r in rows])
-    scores = matrix @ embed([query])[0]
-    return {r[0]: float(score) for r, score in zip(rows, scores)}
+    # One buffer of every vector, not an array per message: a numpy array per row and stacking them
+    # was a third of a search over 20k vectors.
+    query_vector = embed([query])[0]
+    matrix = numpy.frombuffer(b"".join(r[1] for r in rows), dtype="float32").reshape(len(rows), -1)
+    scores = (matrix @ query_vector).tolist()
+    return {r[0]: score for r, score in zip(rows, scores)}
 
 
 def embed_missing(db: Database, user_id: str) -> int:
