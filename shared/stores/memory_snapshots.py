@@ -1,7 +1,8 @@
 """What each session's model knows of the user's memory: its frozen snapshot plus the notes sent since.
 
-The prompt part records the entries it froze into the system prompt; each turn compares the live
-entries with what the model knows and, when they differ, the turn's user message carries a note.
+The entries a system prompt shows are stored with it (`replace_known`, in the freeze's transaction); each
+turn compares the live entries with what the model knows and, when they differ, the turn's user message
+carries a note.
 A note counts as known only once the message carrying it is stored (`api_content`), so a note lost
 to a crash between building and storing it is sent again with the next turn.
 """

@@ -82,9 +82,3 @@ def compose_system_prompt(session: ChatSession, tools: ToolRegistry, settings: S
     parts += [part(context) for _, part in _PARTS]
     parts += [session.instructions, started_line(today)]
     return SystemPrompt("\n\n".join(p.strip() for p in parts if p and p.strip()), context.known)
-
-
-def build_system_prompt(session: ChatSession, tools: ToolRegistry, settings: Settings, today: date,
-                        db: Database | None = None) -> str:
-    """Only the text of `compose_system_prompt` (what is shown is not recorded anywhere)."""
-    return compose_system_prompt(session, tools, settings, today, db).text
