@@ -382,7 +382,7 @@ def profile_cpu(mode: str, argv: list[str]) -> int:
         on_start = (lambda: dump("before")) if out else (lambda: None)
         key = stack.create_user("bench")
         if mode == "burst":
-            with stack.client(key) as c:  # warm the worker's pool threads and caches, as the full bench's earlier runs do
+            with stack.client(key) as c:  # warm the worker's threads and caches, as the full bench's earlier runs do
                 for sid in [c.post("/v1/sessions", json={}).json()["id"] for _ in range(10)]:
                     run_to_completion(c, sid, "load")
             report_concurrency([bench_concurrency(stack, model, key, 200, procs, on_start=on_start)])
@@ -441,7 +441,8 @@ def main() -> int:
         print(f"\nworker cold start (spawn → ready and announced): {cold:.2f} s "
               f"(target ≤ {TARGETS['cold_start_s']:.0f} s: ratio {cold / TARGETS['cold_start_s']:.2f})")
         summary()
-        print("\n" + json.dumps({**turn_figures, "cpu_ms_per_turn": cpu, "cpu_ms_per_first_turn": first, "anchor": anchor, "first_call_bytes": ours_bytes,
+        print("\n" + json.dumps({**turn_figures, "cpu_ms_per_turn": cpu, "cpu_ms_per_first_turn": first,
+                                 "anchor": anchor, "first_call_bytes": ours_bytes,
                                  "concurrency": results, "rss_mb": rss, "cold_start_s": cold}))
         return 0
     finally:
