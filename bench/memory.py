@@ -61,7 +61,7 @@ def fill(store: MemoryStore, target: str) -> None:
 def prompt_sizes(data_dir: Path) -> tuple[int, int, int]:
     """(chars with both stores full, chars with both empty, UTF-8 bytes when full) of a new session's prompt."""
     import services.worker.features  # noqa: F401  (registers the prompt parts)
-    from services.worker.agent.prompt import build_system_prompt
+    from services.worker.agent.prompt import compose_system_prompt
     from services.worker.tools.registry import REGISTRY
     from shared.db import get_database
     from shared.migrate import upgrade
@@ -78,7 +78,8 @@ def prompt_sizes(data_dir: Path) -> tuple[int, int, int]:
             store = MemoryStore.for_user(settings, user.id)
             fill(store, "memory")
             fill(store, "user")
-        return build_system_prompt(sessions.create_session(db, user.id), REGISTRY, settings, date.today(), db)
+        session = sessions.create_session(db, user.id)
+        return compose_system_prompt(session, REGISTRY, settings, date.today(), db).text
 
     full, empty = prompt("full", True), prompt("empty", False)
     return len(full), len(empty), len(full.encode())

@@ -134,12 +134,40 @@ def bench_cpu(stack: Stack, procs: dict, key: str, n: int = CPU_TURNS, on_start=
     return {"n": n, **{name: (after[name] - before[name]) / n for name in procs}}
 
 
+def bench_first_turns(stack: Stack, procs: dict, key: str, n: int = CPU_TURNS, on_start=lambda: None) -> dict:
+    """CPU ms per *first* turn of a new session, over `n` sessions run one after another (instant model).
+
+    What each turn of the 200-session burst costs the worker: the system prompt built and frozen, the memory
+    snapshots recorded, a session's first review counter, besides the work every turn does. The sessions are
+    made before the clock starts (creating one is the api's work, not the turn's).
+    """
+    with stack.client(key) as c:
+        for sid in [c.post("/v1/sessions", json={}).json()["id"] for _ in range(10)]:
+            run_to_completion(c, sid, "load")
+        sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(n)]
+        on_start()
+        before = {name: cpu_ms(p.popen.pid) for name, p in procs.items()}
+        for sid in sids:
+            run_to_completion(c, sid, "load")  # as the burst posts: one word, so recall finds nothing to add
+        after = {name: cpu_ms(p.popen.pid) for name, p in procs.items()}
+    return {"n": n, **{name: (after[name] - before[name]) / n for name in procs}}
+
+
 def report_cpu(stack: Stack, procs: dict, key: str, on_start=lambda: None) -> dict:
     db = "Postgres" if stack.database_url.startswith("postgres") else "SQLite"
     cpu = bench_cpu(stack, procs, key, on_start=on_start)
     print(f"\nCPU per turn, {cpu['n']} sequential instant-model turns of one session ({db}):")
     figure(f"worker CPU per turn ({db})", cpu["worker"], "ms", target=TARGETS["worker_cpu_ms"])
     figure(f"api CPU per turn ({db})", cpu["api"], "ms")
+    return cpu
+
+
+def report_first_turns(stack: Stack, procs: dict, key: str, on_start=lambda: None) -> dict:
+    db = "Postgres" if stack.database_url.startswith("postgres") else "SQLite"
+    cpu = bench_first_turns(stack, procs, key, on_start=on_start)
+    print(f"\nCPU per first turn, {cpu['n']} new sessions one after another, instant model ({db}):")
+    figure(f"worker CPU per first turn of a session ({db})", cpu["worker"], "ms")
+    figure(f"api CPU per first turn of a session ({db})", cpu["api"], "ms")
     return cpu
 
 
@@ -215,17 +243,22 @@ def report_overhead(stack: Stack, model: FakeModel, key: str) -> dict:
     return {"overhead": overhead, "growth": growth, "history": history}
 
 
-def bench_concurrency(stack: Stack, model: FakeModel, key: str, sessions: int) -> dict:
+def bench_concurrency(stack: Stack, model: FakeModel, key: str, sessions: int, procs: dict | None = None,
+                      on_start=lambda: None) -> dict:
     """N new sessions each POST one turn at once (a 2 s model); seconds until the client saw every turn completed.
 
     The client waits the way a light client would: it asks only about turns it has not yet seen completed,
     oldest first, and stops at the first one still running, so the waiting itself costs the api a handful of
     GETs per poll (it used to GET all N turns every 0.25 s, which at N=200 was a load of its own on the api).
+    With `procs`, also the CPU ms each of those processes spent per turn, first POST to the last completion.
     """
     model.reset()
     model.latency = MODEL_SECONDS
+    procs = procs or {}
     with stack.client(key) as c:
         sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(sessions)]
+        on_start()
+        before = {name: cpu_ms(p.popen.pid) for name, p in procs.items()}
         start, arrival_base = time.perf_counter(), time.monotonic()
         with ThreadPoolExecutor(min(POST_THREADS, sessions)) as pool:
             turns = list(pool.map(lambda s: c.post(f"/v1/sessions/{s}/turns", json={"input": "load"}).json(), sids))
@@ -244,10 +277,12 @@ def bench_concurrency(stack: Stack, model: FakeModel, key: str, sessions: int) -
 
         wait_until(all_done, timeout=300, interval=POLL_SECONDS, what="every concurrent turn")
         elapsed = time.perf_counter() - start
+        cpu = {name: (cpu_ms(p.popen.pid) - before[name]) / sessions for name, p in procs.items()}
     arrivals = [r.at - arrival_base for r in model.requests if r.path == "/v1/chat/completions"]
     model.latency = 0.0
     return {"sessions": sessions, "seconds": elapsed, "turns_per_s": sessions / elapsed, "accepted_s": accepted,
-            "last_model_call_s": max(arrivals) if arrivals else None, "max_in_flight": model.max_in_flight}
+            "last_model_call_s": max(arrivals) if arrivals else None, "max_in_flight": model.max_in_flight,
+            "cpu_ms_per_turn": cpu}
 
 
 def report_concurrency(results: list[dict]) -> None:
@@ -255,10 +290,11 @@ def report_concurrency(results: list[dict]) -> None:
           f"({POST_THREADS} client threads):")
     for r in results:
         target = TARGETS["sessions_200_s"] if r["sessions"] == 200 else None
+        cpu = "".join(f", {name} CPU {ms:.1f} ms/turn" for name, ms in r["cpu_ms_per_turn"].items())
         figure(f"{r['sessions']} sessions at once, first POST → all seen completed", r["seconds"], "s",
                target=target, digits=2,
                note=f"all accepted {r['accepted_s']:.2f} s, last model call began {r['last_model_call_s']:.2f} s, "
-                    f"{r['turns_per_s']:.1f} turns/s, max {r['max_in_flight']} calls in flight")
+                    f"{r['turns_per_s']:.1f} turns/s, max {r['max_in_flight']} calls in flight{cpu}")
     carried = max(r["max_in_flight"] for r in results)
     figure("turns one worker carries at once (model calls in flight)", carried, "", target=TARGETS["in_flight"],
            better="higher", digits=0)
@@ -311,9 +347,14 @@ def bench_cold_start(stack: Stack) -> float:
     return elapsed
 
 
-def profile_cpu(argv: list[str]) -> int:
-    """`python -m bench.turns cpu [DIR]`: only the CPU-per-turn figures; with DIR, the worker and api run
-    under the bench probe's cProfile and leave `<pid>.prof` there (`python -m pstats DIR/<pid>.prof`)."""
+def profile_cpu(mode: str, argv: list[str]) -> int:
+    """`python -m bench.turns {cpu,first,burst} [DIR]`: only one workload's CPU figures.
+
+    cpu: 200 sequential turns of one session; first: the first turns of 200 new sessions, one after another;
+    burst: 200 new sessions post a turn at once (2 s model), its wall time and each process's CPU per turn.
+    With DIR, the worker and api run under the bench probe (cProfile unless HSTACK_PROBE_CPU names functions)
+    and leave `{api,worker}.{before,after}.{prof,json}` there, which subtract to the workload alone.
+    """
     import signal
 
     out = argv[0] if argv else None
@@ -339,7 +380,17 @@ def profile_cpu(argv: list[str]) -> int:
                     os.replace(os.path.join(out, f"{proc.popen.pid}.prof"), os.path.join(out, f"{name}.{suffix}.prof"))
                 os.replace(counts, os.path.join(out, f"{name}.{suffix}.json"))
 
-        report_cpu(stack, procs, stack.create_user("bench"), on_start=(lambda: dump("before")) if out else (lambda: None))
+        on_start = (lambda: dump("before")) if out else (lambda: None)
+        key = stack.create_user("bench")
+        if mode == "burst":
+            with stack.client(key) as c:  # warm the worker's threads and caches, as the full bench's earlier runs do
+                for sid in [c.post("/v1/sessions", json={}).json()["id"] for _ in range(10)]:
+                    run_to_completion(c, sid, "load")
+            report_concurrency([bench_concurrency(stack, model, key, 200, procs, on_start=on_start)])
+        elif mode == "first":
+            report_first_turns(stack, procs, key, on_start=on_start)
+        else:
+            report_cpu(stack, procs, key, on_start=on_start)
         if out:
             dump("after")
             print(f"  profiles and counters: {out}/{{api,worker}}.{{before,after}}.{{prof,json}} (subtract before from after)")
@@ -378,8 +429,8 @@ def report_postgres(model: FakeModel) -> dict | None:
 
 
 def main() -> int:
-    if sys.argv[1:2] == ["cpu"]:
-        return profile_cpu(sys.argv[2:])
+    if sys.argv[1:2] and sys.argv[1] in ("cpu", "first", "burst"):
+        return profile_cpu(sys.argv[1], sys.argv[2:])
     model = FakeModel(port=ENV.model_port)
     model.start()
     stack = Stack(model_url=model.base_url, env_overrides={"LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": "200",
@@ -402,7 +453,8 @@ def main() -> int:
         figure("our request bytes, first call of a new session, empty memory", ours_bytes / 1000, "KB",
                target=TARGETS["first_call_kb"])
 
-        results = [bench_concurrency(stack, model, key, n) for n in (10, 100, 200)]
+        first = report_first_turns(stack, {"api": api, "worker": worker}, key)
+        results = [bench_concurrency(stack, model, key, n, {"worker": worker}) for n in (10, 100, 200)]
         report_concurrency(results)
         postgres = report_postgres(model)
 
@@ -418,9 +470,9 @@ def main() -> int:
         print(f"\nworker cold start (spawn → ready and announced): {cold:.2f} s "
               f"(target ≤ {TARGETS['cold_start_s']:.0f} s: ratio {cold / TARGETS['cold_start_s']:.2f})")
         summary()
-        print("\n" + json.dumps({**turn_figures, "cpu_ms_per_turn": cpu, "anchor": anchor, "first_call_bytes": ours_bytes,
-                                 "concurrency": results, "rss_mb": rss, "cold_start_s": cold,
-                                 "postgres": postgres}))
+        print("\n" + json.dumps({**turn_figures, "cpu_ms_per_turn": cpu, "cpu_ms_per_first_turn": first,
+                                 "anchor": anchor, "first_call_bytes": ours_bytes,
+                                 "concurrency": results, "rss_mb": rss, "cold_start_s": cold, "postgres": postgres}))
         return 0
     finally:
         stack.stop()

@@ -1,14 +1,17 @@
 """What each session's model knows of the user's memory: its frozen snapshot plus the notes sent since.
 
-The prompt part records the entries it froze into the system prompt; each turn compares the live
-entries with what the model knows and, when they differ, the turn's user message carries a note.
+The entries a system prompt shows are stored with it (`replace_known`, in the freeze's transaction); each
+turn compares the live entries with what the model knows and, when they differ, the turn's user message
+carries a note.
 A note counts as known only once the message carrying it is stored (`api_content`), so a note lost
 to a crash between building and storing it is sent again with the next turn.
 """
 
 from __future__ import annotations
 
-from sqlmodel import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, select
 
 from shared.clock import utcnow
 from shared.db import Database
@@ -16,11 +19,27 @@ from shared.models.memory import MemorySnapshot
 from shared.models.sessions import Message
 
 
-def record(db: Database, session_id: str, target: str, entries: list[str]) -> None:
-    """The entries a freshly built system prompt shows; they replace whatever the session knew before."""
-    with db.write() as s:
-        s.merge(MemorySnapshot(session_id=session_id, target=target, known=list(entries), pending=None,
-                               pending_turn_id=None, updated_at=utcnow()))
+def _replace(insert):
+    """INSERT … ON CONFLICT DO UPDATE of a session's snapshot rows, built once (a merge was a SELECT, then a write)."""
+    statement = insert(MemorySnapshot.__table__)
+    return statement.on_conflict_do_update(
+        index_elements=["session_id", "target"],
+        set_={"known": statement.excluded.known, "pending": None, "pending_turn_id": None,
+              "updated_at": statement.excluded.updated_at})
+
+
+_REPLACE = {"sqlite": _replace(sqlite_insert), "postgresql": _replace(pg_insert)}
+
+
+def replace_known(s: Session, session_id: str, known: dict[str, list[str]]) -> None:
+    """Inside a write transaction a store holds: the entries a freshly built system prompt shows, per target;
+    they replace whatever the session knew before (the pending notes with it)."""
+    if not known:
+        return
+    now = utcnow()
+    rows = [{"session_id": session_id, "target": target, "known": list(entries), "pending": None,
+             "pending_turn_id": None, "updated_at": now} for target, entries in known.items()]
+    s.execute(_REPLACE[s.get_bind().dialect.name], rows)
 
 
 def changes_to_tell(db: Database, session_id: str, turn_id: str,

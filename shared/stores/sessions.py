@@ -19,6 +19,7 @@ from shared.errors import InvalidInput, NotFound
 from shared.ids import new_id
 from shared.models.compactions import APPLIED, Compaction
 from shared.models.sessions import ChatSession, Message
+from shared.stores import memory_snapshots
 
 STATEMENT_BYTES = 64 * 1024 * 1024  # the JSON one bulk INSERT carries at most (Postgres: 1 GB a value)
 
@@ -85,16 +86,28 @@ def list_sessions(db: Database, user_id: str, *, cursor: str | None, limit: int)
     return rows, (rows[-1].id if more and rows else None)
 
 
-def freeze_system_prompt(db: Database, session_id: str, prompt: str) -> ChatSession:
-    """Store the session's system prompt once; the first writer wins and later calls read it back."""
+def freeze_system_prompt(db: Database, session_id: str, prompt: str,
+                         known: dict[str, list[str]] | None = None) -> ChatSession:
+    """Store the session's system prompt once; the first writer wins and later calls read it back.
+
+    `known`: the memory entries the prompt shows, per target, recorded as what the session knows in the
+    same transaction (one write for a session's start, not three) and only when this prompt won, so the
+    record always matches the frozen text.
+    """
     digest = hashlib.sha256(prompt.encode()).hexdigest()
     with db.write() as s:
-        s.execute(
-            update(ChatSession)
-            .where(ChatSession.id == session_id, ChatSession.system_prompt.is_(None))
-            .values(system_prompt=prompt, system_prompt_sha256=digest)
-        )
-        return s.get(ChatSession, session_id)
+        frozen = s.scalars(_FREEZE, {"frozen": session_id, "prompt": prompt, "digest": digest},
+                           execution_options={"synchronize_session": False}).one_or_none()
+        if frozen is None:  # another attempt froze its prompt first: that one stays
+            return s.get(ChatSession, session_id)
+        memory_snapshots.replace_known(s, session_id, known or {})
+        return frozen
+
+
+_FREEZE = (update(ChatSession)
+           .where(ChatSession.id == bindparam("frozen"), ChatSession.system_prompt.is_(None))
+           .values(system_prompt=bindparam("prompt"), system_prompt_sha256=bindparam("digest"))
+           .returning(ChatSession))
 
 
 def append_messages(db: Database, session_id: str, messages: list[dict[str, Any]]) -> list[Message]:
@@ -278,9 +291,12 @@ def recent_compaction_attempts(db: Database, session_id: str, limit: int) -> lis
         return list(s.exec(query))
 
 
-def record_compaction(db: Database, compaction: Compaction, system_prompt: str | None = None) -> Compaction:
-    """Store a compaction attempt; a rebuilt system prompt replaces the session's in the same transaction."""
+def record_compaction(db: Database, compaction: Compaction, system_prompt: str | None = None,
+                      known: dict[str, list[str]] | None = None) -> Compaction:
+    """Store a compaction attempt; a rebuilt system prompt replaces the session's in the same transaction,
+    and `known` (the memory entries the rebuilt prompt shows) becomes what the session knows."""
     with db.write() as s:
+        memory_snapshots.replace_known(s, compaction.session_id, known or {})
         if system_prompt is not None:
             compaction.system_prompt_sha256 = _set_system_prompt(s, compaction.session_id, system_prompt)
         s.add(compaction)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from shared.models.compactions import Compaction, CompactionOutcome
 from shared.stores import memory_snapshots, sessions, turns
 from tests.support.factories import make_session
 
@@ -16,7 +17,7 @@ def user_message(db, user_id: str, session_id: str, text: str) -> tuple[str, int
 
 def test_a_note_lost_before_its_message_was_stored_is_told_again(db, user):
     chat = make_session(db, user.id)
-    memory_snapshots.record(db, chat.id, "memory", ["a"])
+    sessions.freeze_system_prompt(db, chat.id, "prompt showing a", {"memory": ["a"]})
     live = {"memory": ["a", "b"]}
 
     first, _ = user_message(db, user.id, chat.id, "one")
@@ -41,9 +42,23 @@ def test_a_session_without_a_snapshot_starts_from_the_live_entries(db, user):
 
 def test_a_rebuilt_prompt_resets_what_the_session_knows(db, user):
     chat = make_session(db, user.id)
-    memory_snapshots.record(db, chat.id, "user", ["old"])
+    sessions.freeze_system_prompt(db, chat.id, "prompt showing old", {"user": ["old"]})
     turn, _ = user_message(db, user.id, chat.id, "hi")
     memory_snapshots.changes_to_tell(db, chat.id, turn, {"user": ["old", "new"]})
 
-    memory_snapshots.record(db, chat.id, "user", ["old", "new"])
+    compaction = Compaction(session_id=chat.id, outcome=CompactionOutcome.compacted.value, tokens_before=9,
+                            tokens_after=3)
+    sessions.record_compaction(db, compaction, "prompt showing old and new", {"user": ["old", "new"]})
     assert memory_snapshots.changes_to_tell(db, chat.id, turn, {"user": ["old", "new"]}) == {}
+
+
+def test_only_the_prompt_that_froze_records_what_the_session_knows(db, user):
+    """Two attempts build a session's prompt at once (a takeover): the one frozen second is not the session's
+    prompt, so the entries it showed must not become what the session knows."""
+    chat = make_session(db, user.id)
+    first = sessions.freeze_system_prompt(db, chat.id, "prompt showing a", {"memory": ["a"]})
+    second = sessions.freeze_system_prompt(db, chat.id, "prompt showing a and b", {"memory": ["a", "b"]})
+
+    assert first.system_prompt == second.system_prompt == "prompt showing a"
+    turn, _ = user_message(db, user.id, chat.id, "hi")
+    assert memory_snapshots.changes_to_tell(db, chat.id, turn, {"memory": ["a", "b"]}) == {"memory": ["a"]}

@@ -36,7 +36,7 @@ from services.worker.agent.compress_window import (
 )
 from services.worker.agent.context import TurnContext, pre_compress
 from services.worker.agent.history import build_history, to_wire
-from services.worker.agent.prompt import build_system_prompt
+from services.worker.agent.prompt import SystemPrompt, compose_system_prompt
 from services.worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -168,12 +168,13 @@ class Compression:
             log.warning("context compression freed nothing: the summary is as long as what it replaces")
             self.record(CompactionOutcome.nothing)
             return
-        prompt = self.rebuilt_prompt()
+        rebuilt = self.rebuilt_prompt()
+        prompt = rebuilt.text
         compaction.tokens_after = prompt_tokens(prompt, messages, self.tools)
         over = compaction.tokens_after >= threshold_tokens(self.rt.settings)
         compaction.outcome = (CompactionOutcome.insufficient if over else CompactionOutcome.compacted).value
         changed = prompt if prompt != self.turn_run.system_prompt else None
-        sessions.record_compaction(self.rt.db, compaction, changed)
+        sessions.record_compaction(self.rt.db, compaction, changed, rebuilt.known)
         log.info("compacted the context: %d messages summarised, about %d → %d tokens%s", len(window.middle),
                  self.before, compaction.tokens_after, " (fallback summary)" if fallback else "")
         self.turn_run.messages = messages
@@ -181,9 +182,10 @@ class Compression:
             self.turn_run.system_prompt = prompt
             self.turn_run.session = sessions.get_session(self.rt.db, None, self.session_id)
 
-    def rebuilt_prompt(self) -> str:
+    def rebuilt_prompt(self) -> SystemPrompt:
         """The session's system prompt built afresh, with a new memory snapshot."""
-        return build_system_prompt(self.turn_run.session, self.rt.tools, self.rt.settings, utcnow().date(), self.rt.db)
+        return compose_system_prompt(self.turn_run.session, self.rt.tools, self.rt.settings, utcnow().date(),
+                                     self.rt.db)
 
     def summarise(self, window: Window) -> tuple[str, bool] | None:
         """(summary, made without a model?) — None when the call failed on auth or network."""

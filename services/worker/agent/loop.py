@@ -36,7 +36,7 @@ from services.worker.agent.outcome import (
     TRANSIENT_ERRORS,
     Outcome,
 )
-from services.worker.agent.prompt import build_system_prompt
+from services.worker.agent.prompt import compose_system_prompt
 from services.worker.agent.turn_start import turn_started
 from services.worker.agent.toolcalls import CallResult, ToolBatch
 from services.worker.runtime import Runtime
@@ -149,8 +149,8 @@ class TurnRun:
         if self.turn.attempts <= 1:
             turn_started(TurnContext(self.rt.settings, self.rt.db, self.rt.redis, session, self.turn))
         if session.system_prompt is None:
-            prompt = build_system_prompt(session, self.rt.tools, self.rt.settings, utcnow().date(), self.rt.db)
-            session = sessions.freeze_system_prompt(self.rt.db, session.id, prompt)
+            prompt = compose_system_prompt(session, self.rt.tools, self.rt.settings, utcnow().date(), self.rt.db)
+            session = sessions.freeze_system_prompt(self.rt.db, session.id, prompt.text, prompt.known)
         self.session = session
         return session.system_prompt
 

@@ -8,7 +8,7 @@ is the same all day and the provider's prompt cache keeps hitting).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Callable
 
@@ -27,13 +27,22 @@ TOOL_INTRO = "You can call tools. Call them when they help, and use their result
 
 @dataclass(frozen=True)
 class PromptContext:
-    """What a prompt part may look at."""
+    """What a prompt part may look at; `known` collects the memory entries the parts show, per target."""
 
     session: ChatSession
     tools: ToolRegistry
     settings: Settings
     today: date
     db: Database | None = None
+    known: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SystemPrompt:
+    """A built system prompt and the memory entries it shows (stored with it as what the session knows)."""
+
+    text: str
+    known: dict[str, list[str]]
 
 
 PromptPart = Callable[[PromptContext], "str | None"]
@@ -65,11 +74,11 @@ def started_line(today: date) -> str:
     return f"Conversation started: {today.strftime('%A, %B %d, %Y')}"
 
 
-def build_system_prompt(session: ChatSession, tools: ToolRegistry, settings: Settings, today: date,
-                        db: Database | None = None) -> str:
-    """The full system prompt for a session that has none yet."""
+def compose_system_prompt(session: ChatSession, tools: ToolRegistry, settings: Settings, today: date,
+                          db: Database | None = None) -> SystemPrompt:
+    """The full system prompt for a session that has none yet, with the memory entries it shows."""
     context = PromptContext(session=session, tools=tools, settings=settings, today=today, db=db)
     parts = [IDENTITY, tool_guidance(tools)]
     parts += [part(context) for _, part in _PARTS]
     parts += [session.instructions, started_line(today)]
-    return "\n\n".join(p.strip() for p in parts if p and p.strip())
+    return SystemPrompt("\n\n".join(p.strip() for p in parts if p and p.strip()), context.known)

@@ -56,12 +56,11 @@ def render_block(target: str, entries: list[str], limit: int) -> str:
 
 
 def snapshot_part(target: str):
-    """The prompt part of one store; it records what it showed as what the session knows."""
+    """The prompt part of one store; what it showed is stored with the prompt as what the session knows."""
     def part(ctx: PromptContext) -> str:
         store = MemoryStore.for_user(ctx.settings, ctx.session.user_id)
         entries = store.entries(target)
-        if ctx.db is not None:
-            memory_snapshots.record(ctx.db, ctx.session.id, target, entries)
+        ctx.known[target] = entries
         return render_block(target, entries, store.limits[target])
 
     part.__name__ = f"{target}_snapshot"

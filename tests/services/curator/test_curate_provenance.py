@@ -9,7 +9,7 @@ from datetime import date, timedelta
 import pytest
 
 from services.curator.curate import curate_user
-from services.worker.agent.prompt import build_system_prompt
+from services.worker.agent.prompt import compose_system_prompt
 from services.worker.tools.registry import REGISTRY
 from shared import clock
 from shared.errors import HermesError
@@ -46,5 +46,5 @@ def test_a_stale_agent_skill_is_still_in_the_next_sessions_index(db, settings, s
     curate_user(settings, mine.user.id, clock.utcnow())
 
     assert mine.states()["resting-notes"] == "stale"
-    prompt = build_system_prompt(make_session(db, mine.user.id), REGISTRY, settings, date(2026, 1, 1), db)
+    prompt = compose_system_prompt(make_session(db, mine.user.id), REGISTRY, settings, date(2026, 1, 1), db).text
     assert "- resting-notes:" in prompt

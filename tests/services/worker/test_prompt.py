@@ -56,7 +56,7 @@ def test_parts_come_in_order_and_empty_parts_are_left_out(db, user, settings, mo
     prompt.register_prompt_part(lambda ctx: f"SKILLS for {ctx.session.id}")
     chat = make_session(db, user.id, instructions="Be brief.")
 
-    built = prompt.build_system_prompt(chat, REGISTRY, settings, date(2026, 3, 5))
+    built = prompt.compose_system_prompt(chat, REGISTRY, settings, date(2026, 3, 5)).text
 
     parts = built.split("\n\n")
     assert parts[0] == prompt.IDENTITY
@@ -69,8 +69,8 @@ def test_tool_guidance_only_mentions_tools_that_exist(db, user, settings):
     chat = make_session(db, user.id)
     only_reading = ToolRegistry([REGISTRY.get("read_file")])
 
-    with_reading = prompt.build_system_prompt(chat, only_reading, settings, date(2026, 1, 1))
-    without_tools = prompt.build_system_prompt(chat, ToolRegistry(), settings, date(2026, 1, 1))
+    with_reading = prompt.compose_system_prompt(chat, only_reading, settings, date(2026, 1, 1)).text
+    without_tools = prompt.compose_system_prompt(chat, ToolRegistry(), settings, date(2026, 1, 1)).text
 
     assert "read_file" in with_reading and "write_file" not in with_reading
     assert with_reading.count("private workspace") == 1

@@ -9,7 +9,7 @@ from shared.stores import sessions
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from services.worker.agent.drain import drain_session
-from services.worker.agent.prompt import build_system_prompt
+from services.worker.agent.prompt import compose_system_prompt
 from services.worker.features.skills import INDEX_HEADER
 from services.worker.tools.registry import REGISTRY, ToolRegistry
 from tests.fakes.model import text, tool_call
@@ -61,8 +61,8 @@ def test_without_the_skill_tools_there_is_no_index(db, settings, user):
     chat = make_session(db, user.id)
     only_files = ToolRegistry([REGISTRY.get("read_file")])
 
-    assert INDEX_HEADER not in build_system_prompt(chat, only_files, settings, date(2026, 1, 1), db)
-    assert INDEX_HEADER in build_system_prompt(chat, REGISTRY, settings, date(2026, 1, 1), db)
+    assert INDEX_HEADER not in compose_system_prompt(chat, only_files, settings, date(2026, 1, 1), db).text
+    assert INDEX_HEADER in compose_system_prompt(chat, REGISTRY, settings, date(2026, 1, 1), db).text
 
 
 def test_a_skill_created_mid_session_reaches_the_next_session_not_this_one(db, user, model, make_runtime):
