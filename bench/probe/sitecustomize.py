@@ -203,7 +203,19 @@ def _thread_cpu() -> dict:
     return dict(out)
 
 
+_WRAPPED: list = []
+
+
+def _wrap_once() -> None:
+    """Install the CPU timers once: the worker when it is ready, the api at its first dump (after warm-up)."""
+    if not _WRAPPED:
+        _WRAPPED.append(True)
+        _install_cpu_timers(os.environ["HSTACK_PROBE_CPU"])
+
+
 def _dump(*_):
+    if _CPU and not os.environ.get("HSTACK_SERVICE"):  # the api: no worker_ready signal to wait for
+        _wrap_once()
     with _LOCK:
         data = dict(COUNTS)
     if _CPU:
@@ -227,4 +239,4 @@ if _DIR:
 
         @signals.worker_ready.connect(weak=False)
         def _wrap_when_ready(**_):
-            _install_cpu_timers(os.environ["HSTACK_PROBE_CPU"])
+            _wrap_once()
