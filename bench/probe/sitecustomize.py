@@ -13,8 +13,9 @@ and one after a stretch of work subtract to that work's profile).
 `HSTACK_PROBE_CPU="pkg.module:func,pkg.module:Class.method,…"` times the CPU of the calling thread
 (`time.thread_time`, so waiting for I/O or a lock is not counted and no profiler skews it) inside each
 named function, callees included; the totals (ms) and call counts are written with the counters as
-`cpu <name>` and `calls <name>`. The functions are wrapped once the worker is ready (every module loaded),
-in every module that imported them by name.
+`cpu <name>` and `calls <name>`. The functions are wrapped once the worker is ready (every module loaded; the
+api at its first dump, after the bench's warm-up), in every module that imported them by name (a function an
+object holds, such as the api's `app.state.enqueue`, stays unwrapped).
 """
 
 import collections
