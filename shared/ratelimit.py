@@ -13,18 +13,21 @@ import redis.asyncio as aioredis
 
 PERIOD_MS = 60_000
 
-# KEYS[1] bucket; ARGV[1] period in ms, ARGV[2] requests per period. Returns ms to wait (0 = allowed).
+# KEYS: the buckets, in order; ARGV[1] period in ms, ARGV[1 + i] requests per period of KEYS[i]. Takes one request
+# from each bucket in turn and stops at the first that has none left, returning its ms to wait (0 = allowed by all).
 GCRA = """
 local period = tonumber(ARGV[1])
-local interval = period / tonumber(ARGV[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local tat = tonumber(redis.call('GET', KEYS[1])) or now
-if tat < now then tat = now end
-local new_tat = tat + interval
-local wait = new_tat - period - now
-if wait > 0 then return math.ceil(wait) end
-redis.call('SET', KEYS[1], string.format('%.3f', new_tat), 'PX', math.ceil(new_tat - now) + 1)
+for i, key in ipairs(KEYS) do
+  local interval = period / tonumber(ARGV[i + 1])
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now then tat = now end
+  local new_tat = tat + interval
+  local wait = new_tat - period - now
+  if wait > 0 then return math.ceil(wait) end
+  redis.call('SET', key, string.format('%.3f', new_tat), 'PX', math.ceil(new_tat - now) + 1)
+end
 return 0
 """
 
@@ -36,9 +39,13 @@ class RateLimiter:
         self._script = client.register_script(GCRA)
         self._prefix = prefix
 
-    async def hit(self, bucket: str, per_minute: int) -> int:
-        """Take one request from `bucket`; a limit of 0 or less never limits. Redis errors propagate."""
-        if per_minute <= 0:
+    async def hit(self, *buckets: tuple[str, int]) -> int:
+        """Take one request from each (bucket, per_minute) in order, in one round trip, stopping at the first
+        that refuses (the earlier ones stay taken, as separate hits would leave them); a limit of 0 or less
+        never limits. Redis errors propagate."""
+        limited = [(bucket, per_minute) for bucket, per_minute in buckets if per_minute > 0]
+        if not limited:
             return 0
-        wait_ms = int(await self._script(keys=[f"{self._prefix}ratelimit:{bucket}"], args=[PERIOD_MS, per_minute]))
+        keys = [f"{self._prefix}ratelimit:{bucket}" for bucket, _ in limited]
+        wait_ms = int(await self._script(keys=keys, args=[PERIOD_MS, *(per_minute for _, per_minute in limited)]))
         return 0 if wait_ms <= 0 else max(1, math.ceil(wait_ms / 1000))

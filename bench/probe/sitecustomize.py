@@ -13,8 +13,9 @@ and one after a stretch of work subtract to that work's profile).
 `HSTACK_PROBE_CPU="pkg.module:func,pkg.module:Class.method,…"` times the CPU of the calling thread
 (`time.thread_time`, so waiting for I/O or a lock is not counted and no profiler skews it) inside each
 named function, callees included; the totals (ms) and call counts are written with the counters as
-`cpu <name>` and `calls <name>`. The functions are wrapped once the worker is ready (every module loaded),
-in every module that imported them by name.
+`cpu <name>` and `calls <name>`. The functions are wrapped once the worker is ready (every module loaded; the
+api at its first dump, after the bench's warm-up), in every module that imported them by name (a function an
+object holds, such as the api's `app.state.enqueue`, stays unwrapped).
 """
 
 import collections
@@ -203,7 +204,19 @@ def _thread_cpu() -> dict:
     return dict(out)
 
 
+_WRAPPED: list = []
+
+
+def _wrap_once() -> None:
+    """Install the CPU timers once: the worker when it is ready, the api at its first dump (after warm-up)."""
+    if not _WRAPPED:
+        _WRAPPED.append(True)
+        _install_cpu_timers(os.environ["HSTACK_PROBE_CPU"])
+
+
 def _dump(*_):
+    if _CPU and not os.environ.get("HSTACK_SERVICE"):  # the api: no worker_ready signal to wait for
+        _wrap_once()
     with _LOCK:
         data = dict(COUNTS)
     if _CPU:
@@ -227,4 +240,4 @@ if _DIR:
 
         @signals.worker_ready.connect(weak=False)
         def _wrap_when_ready(**_):
-            _install_cpu_timers(os.environ["HSTACK_PROBE_CPU"])
+            _wrap_once()

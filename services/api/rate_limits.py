@@ -92,18 +92,17 @@ class RateLimit:
         await self.app(scope, receive, send)
 
     async def _wait(self, scope: Scope) -> int:
-        """Seconds this request must wait: the general bucket, then the turn bucket for turn creation."""
+        """Seconds this request must wait: the general bucket, then (in the same script) the turn bucket for turn creation."""
         s = self.settings
         if (s.rate_limit_per_minute <= 0 and s.turn_rate_limit_per_minute <= 0) or time.monotonic() < self._open_until:
             return 0
         gateway = s.gateway_api_key.get_secret_value() if s.gateway_api_key else ""
         who = identity(scope, gateway, self._console_secret())
         try:
-            limiter = self._limiter()
-            wait = await limiter.hit(f"all:{who}", s.rate_limit_per_minute)
-            if not wait and creates_turn(scope.get("method", ""), scope.get("path", "")):
-                wait = await limiter.hit(f"turns:{who}", s.turn_rate_limit_per_minute)
-            return wait
+            buckets = [(f"all:{who}", s.rate_limit_per_minute)]
+            if creates_turn(scope.get("method", ""), scope.get("path", "")):
+                buckets.append((f"turns:{who}", s.turn_rate_limit_per_minute))
+            return await self._limiter().hit(*buckets)  # one EVALSHA for both buckets of a new turn
         except (aioredis.RedisError, OSError, asyncio.TimeoutError) as exc:
             self._open_until = time.monotonic() + FAIL_OPEN_SECONDS
             log.warning("rate limits are off for %.0f s: Redis is unreachable (%s)", FAIL_OPEN_SECONDS,

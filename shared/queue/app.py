@@ -9,7 +9,8 @@ from pydantic import BaseModel
 from shared.config import Settings, get_settings
 from shared.queue.names import QUEUE_TURNS, QUEUES, ROUTES
 from shared.queue.schedule import beat_schedule
-from shared.redis import redis_url
+from shared.queue.wire import task_message
+from shared.redis import get_redis, redis_url
 
 
 BROKER_SOCKET_TIMEOUT_SECONDS = 15  # above kombu's 1 s BRPOP block, so an idle consumer never times out
@@ -83,5 +84,7 @@ def get_celery() -> Celery:
 
 
 def enqueue(name: str, payload: BaseModel) -> None:
-    """Send a task by name to the queue its route names."""
-    get_celery().send_task(name, kwargs=payload.model_dump(), **ROUTES[name])
+    """Send a task by name to the queue its route names: Celery's own message, one LPUSH (shared/queue/wire.py)."""
+    settings = get_settings()
+    queue = ROUTES[name]["queue"]
+    get_redis(settings).lpush(settings.broker_key_prefix + queue, task_message(name, payload.model_dump(), queue))

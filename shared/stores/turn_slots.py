@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam, func, or_
+from sqlalchemy import and_, bindparam, case, func, or_, update
 from sqlmodel import Session, select
 
 from shared.clock import utcnow
@@ -38,17 +38,6 @@ def lock_user(s: Session, user_id: str) -> None:
         s.exec(select(User.id).where(User.id == user_id).with_for_update(key_share=True)).first()
 
 
-def holding(s: Session, user_id: str) -> list[str]:
-    """The session id of every turn of the user that holds a slot (sent or running; a parked turn holds none)."""
-    sent = and_(Turn.status == QUEUED, Turn.enqueued_at.is_not(None))
-    return list(s.exec(select(Turn.session_id).where(Turn.user_id == user_id, or_(Turn.status == RUNNING, sent))))
-
-
-def parked(s: Session, user_id: str) -> set[str]:
-    """Sessions of the user whose turn awaits an approval: busy, though they hold no slot."""
-    return set(s.exec(select(Turn.session_id).where(Turn.user_id == user_id, Turn.status == PARKED)))
-
-
 def running_elsewhere(s: Session, user_id: str, session_id: str, fresh_after: datetime) -> int:
     """Turns of the user running with a live lease in other sessions."""
     return s.exec(
@@ -59,31 +48,42 @@ def running_elsewhere(s: Session, user_id: str, session_id: str, fresh_after: da
 
 
 def take_slots(s: Session, user_id: str, max_running: int) -> list[Turn]:
-    """Mark the user's oldest waiting turns sent, one per idle session, as far as free slots allow (0: no cap)."""
+    """Mark the user's oldest waiting turns sent, one per idle session, as far as free slots allow (0: no cap).
+
+    One grouped read decides (per session of the user: slots held, parked, the head of its waiting turns), then
+    one prebuilt UPDATE … RETURNING per turn sent: every accept runs this, so it is kept to the fewest statements.
+    """
     lock_user(s, user_id)
-    held = holding(s, user_id)
-    free = max_running - len(held) if max_running > 0 else None
+    rows = s.execute(_SESSIONS_OF_USER, {"user": user_id}).all()
+    held = sum(row.held for row in rows)
+    free = max_running - held if max_running > 0 else None
     if free is not None and free <= 0:
         return []
-    busy = set(held) | parked(s, user_id)
-    heads = s.exec(
-        select(Turn.session_id, func.min(Turn.seq))
-        .where(Turn.user_id == user_id, Turn.status == QUEUED, Turn.enqueued_at.is_(None))
-        .group_by(Turn.session_id)
-        .order_by(func.min(Turn.created_at))
-        .limit(SCAN_SESSIONS)
-    ).all()
-    now, picked = utcnow(), []
-    for session_id, seq in heads:
-        if free is not None and len(picked) >= free:
-            break
-        if session_id in busy:
-            continue
-        turn = s.exec(select(Turn).where(Turn.session_id == session_id, Turn.seq == seq)).one()
-        turn.enqueued_at = now
-        s.add(turn)
-        picked.append(turn)
-    return picked
+    waiting = sorted((row for row in rows if row.head is not None and not row.held and not row.parked),
+                     key=lambda row: row.since)[:SCAN_SESSIONS]
+    now = utcnow()
+    return [s.scalars(_SEND, {"sent_at": now, "in_session": row.session_id, "at_seq": row.head},
+                      execution_options={"synchronize_session": False, "populate_existing": True}).one()
+            for row in waiting[:free]]
+
+
+_UNSENT = and_(Turn.status == QUEUED, Turn.enqueued_at.is_(None))
+_SESSIONS_OF_USER = (
+    select(Turn.session_id,
+           func.sum(case((or_(Turn.status == RUNNING, and_(Turn.status == QUEUED, Turn.enqueued_at.is_not(None))), 1),
+                         else_=0)).label("held"),
+           func.max(case((Turn.status == PARKED, 1), else_=0)).label("parked"),
+           func.min(case((_UNSENT, Turn.seq))).label("head"),
+           func.min(case((_UNSENT, Turn.created_at))).label("since"))
+    .where(Turn.user_id == bindparam("user"), Turn.status.in_((RUNNING, PARKED, QUEUED)))
+    .group_by(Turn.session_id)
+)
+_SEND = (
+    update(Turn)
+    .where(Turn.session_id == bindparam("in_session"), Turn.seq == bindparam("at_seq"))
+    .values(enqueued_at=bindparam("sent_at"))
+    .returning(Turn)
+)
 
 
 def send_waiting(db: Database, session_id: str, max_running: int) -> list[Turn]:

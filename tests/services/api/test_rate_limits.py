@@ -66,6 +66,20 @@ def test_turn_creation_has_its_own_stricter_limit(limited_api, db):
     assert limited_api.get(f"/v1/sessions/{session.id}", headers=user.headers).status_code == 200
 
 
+def test_every_turn_posted_counts_against_the_general_limit_even_one_its_turn_limit_refused(limited_api, db):
+    """Both buckets of a new turn are taken in one script: the general one first, so a turn refused by the turn
+    limit has still used a request, and the key's other requests run out exactly when they did with two hits."""
+    user = make_user(db)
+    path = f"/v1/sessions/{make_session(db, user.id).id}/turns"
+    posted = [limited_api.post(path, headers=user.headers, json={"input": f"hi {n}"}) for n in range(TURN_LIMIT + 1)]
+    assert_rate_limited(posted[TURN_LIMIT])
+
+    left = LIMIT - len(posted)
+    reads = [limited_api.get("/v1/sessions", headers=user.headers) for _ in range(left + 1)]
+    assert [r.status_code for r in reads[:left]] == [200] * left
+    assert_rate_limited(reads[left])
+
+
 def test_requests_without_a_key_are_limited_by_address(limited_api):
     answers = [limited_api.get("/v1/sessions") for _ in range(LIMIT + 1)]
     assert [r.status_code for r in answers[:LIMIT]] == [401] * LIMIT
