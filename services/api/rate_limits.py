@@ -92,7 +92,7 @@ class RateLimit:
         await self.app(scope, receive, send)
 
     async def _wait(self, scope: Scope) -> int:
-        """Seconds this request must wait: the general bucket, then (in the same script) the turn bucket for turn creation."""
+        """Seconds this request must wait: the general bucket, then (one script) the turn bucket for a new turn."""
         s = self.settings
         if (s.rate_limit_per_minute <= 0 and s.turn_rate_limit_per_minute <= 0) or time.monotonic() < self._open_until:
             return 0

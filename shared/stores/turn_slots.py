@@ -68,10 +68,10 @@ def take_slots(s: Session, user_id: str, max_running: int) -> list[Turn]:
 
 
 _UNSENT = and_(Turn.status == QUEUED, Turn.enqueued_at.is_(None))
+_SENT = and_(Turn.status == QUEUED, Turn.enqueued_at.is_not(None))
 _SESSIONS_OF_USER = (
     select(Turn.session_id,
-           func.sum(case((or_(Turn.status == RUNNING, and_(Turn.status == QUEUED, Turn.enqueued_at.is_not(None))), 1),
-                         else_=0)).label("held"),
+           func.sum(case((or_(Turn.status == RUNNING, _SENT), 1), else_=0)).label("held"),
            func.max(case((Turn.status == PARKED, 1), else_=0)).label("parked"),
            func.min(case((_UNSENT, Turn.seq))).label("head"),
            func.min(case((_UNSENT, Turn.created_at))).label("since"))
@@ -105,7 +105,7 @@ def send_waiting(db: Database, session_id: str, max_running: int) -> list[Turn]:
 # The session's user, when a queued turn of theirs was never sent (the only kind take_slots can send).
 _WAITING_USER = select(Turn.user_id).where(
     Turn.user_id == select(ChatSession.user_id).where(ChatSession.id == bindparam("session_id")).scalar_subquery(),
-    Turn.status == QUEUED, Turn.enqueued_at.is_(None)).limit(1)
+    _UNSENT).limit(1)
 
 
 def users_waiting(db: Database, created_before: datetime, limit: int = 500) -> list[str]:
@@ -113,7 +113,7 @@ def users_waiting(db: Database, created_before: datetime, limit: int = 500) -> l
     with db.read() as s:
         return list(s.exec(
             select(Turn.user_id)
-            .where(Turn.status == QUEUED, Turn.enqueued_at.is_(None), Turn.created_at < created_before)
+            .where(_UNSENT, Turn.created_at < created_before)
             .distinct()
             .limit(limit)
         ))
