@@ -9,6 +9,7 @@ comes; the busy timeout covers processes that do not take the lock.
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -16,11 +17,13 @@ from typing import Iterator
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError
 from sqlmodel import Session, create_engine
 
 from shared.writer_lock import WriterLock, writer_lock_for
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+PING_IDLE_SECONDS = 2.0  # a pooled Postgres connection idle this long is pinged before it is handed out
 
 
 class Database:
@@ -35,7 +38,9 @@ class Database:
 
     def _make_engine(self, url: str, echo: bool) -> Engine:
         if not self.is_sqlite:
-            return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=20, max_overflow=40)
+            engine = create_engine(url, echo=echo, pool_size=20, max_overflow=40)
+            _ping_when_idle(engine)
+            return engine
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -77,6 +82,30 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """`pool_pre_ping`, but only for a connection that sat idle: a dead server or a dropped connection is still
+    found before use (and the connection replaced), without a round trip before every transaction of a busy
+    worker (a dozen per turn). A connection that died while in steady use fails its statement instead, which
+    callers already treat as a transient error (the turn task retries)."""
+
+    def mark(_dbapi_connection, record, *_) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    def ping_if_idle(dbapi_connection, record, _proxy) -> None:
+        if time.monotonic() - record.info.get("idle_since", 0.0) < PING_IDLE_SECONDS:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError(str(exc)) from exc  # the pool replaces the connection and tries again
+        if not alive:
+            raise DisconnectionError("the database connection did not answer a ping")
+
+    event.listen(engine, "connect", mark)
+    event.listen(engine, "checkin", mark)
+    event.listen(engine, "checkout", ping_if_idle)
 
 
 def _sqlite_on_connect(dbapi_connection, _record) -> None:
