@@ -35,11 +35,16 @@ def _unmarked(value: object) -> object:
     return value
 
 
+# One encoder for every part: `json.dumps` with options builds a new encoder per call, and a long session's
+# request has hundreds of messages.
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
 def _canonical(value: object) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = _ENCODE(value)
     if '"cache_control"' not in text:  # the markers appear as a key wherever they are: nothing to take out
         return text
-    return json.dumps(_unmarked(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODE(_unmarked(value))
 
 
 def serialize(body: dict) -> str:
