@@ -110,6 +110,11 @@ def ingest(db: Database, sample: dict) -> Stored:
     return Stored(sample, user.id, dia_ids)
 
 
+def evidence_of(qa: dict) -> set[str]:
+    """The question's evidence dia_ids; one entry of the data file holds two ("D8:6; D9:17")."""
+    return {part.strip() for entry in qa.get("evidence") or [] for part in entry.split(";") if part.strip()}
+
+
 @dataclass
 class Result:
     """Found-at-k counts per category, and the search times in ms."""
@@ -131,7 +136,7 @@ def evaluate(db: Database, stored: list[Stored], hybrid: bool = False) -> Result
         if hybrid:
             embed_missing(db, conv.user_id)
         for qa in conv.sample["qa"]:
-            evidence = set(qa.get("evidence") or [])
+            evidence = evidence_of(qa)
             if not evidence:
                 continue
             start = time.perf_counter()
@@ -220,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         stored = [ingest(db, sample) for sample in samples]
         if args.misses:
             hybrid = not args.keyword_only and search_vectors.available()
-            list_misses(db, stored, hybrid, is_tuning, ANSWERABLE)
+            list_misses(db, stored, hybrid, is_tuning, ANSWERABLE, evidence_of)
             return 0
         measure(db, stored, backend, hybrid=False, tuning_only=tuning_only)
         if not args.keyword_only:

@@ -20,7 +20,8 @@ SHOWN = 3  # best hits printed beside each miss
 CLIP = 160  # characters of a message printed
 
 
-def list_misses(db: Database, stored: list, hybrid: bool, is_tuning, answerable: tuple[int, ...]) -> Counter:
+def list_misses(db: Database, stored: list, hybrid: bool, is_tuning, answerable: tuple[int, ...],
+                evidence_of) -> Counter:
     """Print every answerable tuning-fold question whose evidence is not in the top 10; returns the rank bands."""
     bands: Counter = Counter()
     for conv in (c for c in stored if is_tuning(c.sample)):
@@ -28,7 +29,7 @@ def list_misses(db: Database, stored: list, hybrid: bool, is_tuning, answerable:
             embed_missing(db, conv.user_id)
         texts = _texts(conv.sample["conversation"])
         for qa in conv.sample["qa"]:
-            evidence = set(qa.get("evidence") or [])
+            evidence = evidence_of(qa)
             if not evidence or qa["category"] not in answerable:
                 continue
             hits = search_messages(db, conv.user_id, qa["question"], limit=DEPTH, hybrid=hybrid)
