@@ -34,7 +34,8 @@ def test_a_paraphrase_is_found_only_with_hybrid_search(db, user):
 @needs_extra
 def test_a_reply_is_found_by_what_its_question_meant(db, user):
     """The reply shares no word and little meaning with the query; its question is close to it."""
-    asked = ["So how many years have you two been husband and wife?", "Twelve summers now, and it still feels like yesterday!"]
+    asked = ["So how many years have you two been husband and wife?",
+             "Twelve summers now, and it still feels like yesterday!"]
     store(db, user.id, asked)
     store(db, user.id, ["My cousin's wedding is next spring in Lisbon."] + LINES)
     hits = [h.content for h in search_messages(db, user.id, "How long has my sister been married?", hybrid=True)]
