@@ -17,6 +17,8 @@ import httpx
 from tests.support.env import free_port, migrated_database, reachable, start_embedded_redis
 from tests.support.waiting import wait_until
 
+ROOT = Path(__file__).resolve().parents[2]
+
 E2E_REDIS_DB = int(os.environ.get("HSTACK_E2E_REDIS_DB", "14"))
 
 
@@ -57,6 +59,7 @@ class Stack:
     env_overrides: dict[str, str] = field(default_factory=dict)
     own_redis: bool = False
     procs: list[Proc] = field(default_factory=list)
+    code: Path = ROOT  # the checkout whose services run (bench.paired runs another revision beside this one)
 
     def __post_init__(self) -> None:
         self.data_dir = Path(tempfile.mkdtemp(prefix="hstack-e2e-"))
@@ -118,7 +121,7 @@ class Stack:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            cwd=str(Path(__file__).resolve().parents[2]),
+            cwd=str(self.code),
         )
         out.close()
         proc = Proc(name, popen, log_path)
