@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Iterator
+from typing import Callable, Iterator
 
 from services.demo_model.openai_wire import ARGUMENT_PIECE, word_chunks
 from services.demo_model.prefix_cache import PromptUsage
@@ -30,9 +30,9 @@ def _frame(payload: dict) -> bytes:
 class AnthropicWire:
     """Builds one Messages response, streamed (named SSE events) or whole."""
 
-    def __init__(self, body: dict, prompt: PromptUsage | None = None) -> None:
+    def __init__(self, body: dict, prompt: PromptUsage | Callable[[], PromptUsage] | None = None) -> None:
         self.body = body
-        self.prompt = prompt
+        self.prompt = prompt() if callable(prompt) else prompt  # message_start reports the usage first
         self.id = f"msg_{uuid.uuid4().hex[:24]}"
         self.model = body.get("model") or "scripted"
 

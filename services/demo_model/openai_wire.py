@@ -6,7 +6,7 @@ import json
 import re
 import time
 import uuid
-from typing import Iterator
+from typing import Callable, Iterator
 
 from services.demo_model.prefix_cache import PromptUsage
 from services.demo_model.replies import Reply, usage_for
@@ -39,16 +39,26 @@ def _pieces(raw: str) -> list[str]:
 
 
 class Wire:
-    """Builds one response's bodies, sharing its id, creation time and model name."""
+    """Builds one response's bodies, sharing its id, creation time and model name.
+
+    `prompt` may be given as a function: a streamed reply reports its usage only in its last chunk, so
+    measuring the prompt cache waits until then instead of delaying the first delta.
+    """
 
     error_body = staticmethod(error_body)
 
-    def __init__(self, body: dict, prompt: PromptUsage | None = None) -> None:
+    def __init__(self, body: dict, prompt: PromptUsage | Callable[[], PromptUsage] | None = None) -> None:
         self.body = body
-        self.prompt = prompt
+        self._prompt = prompt
         self.id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
         self.model = body.get("model") or "scripted"
+
+    @property
+    def prompt(self) -> PromptUsage | None:
+        if callable(self._prompt):
+            self._prompt = self._prompt()
+        return self._prompt
 
     def completion(self, reply: Reply) -> dict:
         """The non-streamed `chat.completion` object."""

@@ -236,7 +236,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # a stopped model answers nothing more
             return
         answering = not reply.is_error and reply.drop_after != 0
-        wire = wire_class(body, self.fake.prompt_cache.measure(body) if answering else None)
+        measure = (lambda: self.fake.prompt_cache.measure(body)) if answering else None
+        wire = wire_class(body, measure)
         try:
             if reply.drop_after == 0 or (reply.drop_after is not None and not body.get("stream")):
                 self.close_connection = True
@@ -252,6 +253,9 @@ class _Handler(BaseHTTPRequestHandler):
         except DISCONNECTS:
             self.close_connection = True
             return
+        finally:
+            if answering:
+                _ = wire.prompt  # measured when it was first needed, or now: every answered request is remembered
         self.fake.record_answered(self._route(), body)
 
     def _send_error(self, reply: Reply, wire) -> None:
