@@ -59,6 +59,8 @@ class TranscriptCache:
     def wire(self, session_id: str) -> Wire:
         """`to_wire` for this session's messages, each made once and kept while the session is cached."""
         with self._lock:
+            if session_id not in self._entries:
+                return to_wire  # dropped for room meanwhile: nothing kept for it
             made = self._wires.setdefault(session_id, {})
 
         def wired(message: Message) -> dict[str, Any]:

@@ -1,0 +1,54 @@
+"""The worker's transcript cache: each turn reads only the newest messages, and never loses older ones."""
+
+from __future__ import annotations
+
+from shared.stores import sessions
+from services.worker.agent.history import to_wire
+from services.worker.agent.transcripts import TranscriptCache
+from tests.support.factories import make_session
+
+
+def say(db, session_id: str, *texts: str) -> None:
+    sessions.append_messages(db, session_id, [{"role": "user", "content": t} for t in texts])
+
+
+def test_a_cached_transcript_picks_up_what_another_worker_stored_meanwhile(db, user):
+    chat = make_session(db, user.id)
+    say(db, chat.id, "one", "two")
+    cache = TranscriptCache()
+    assert [m.content for m in cache.load(db, chat.id)] == ["one", "two"]
+
+    say(db, chat.id, "three")  # as another worker's turn would
+
+    assert [m.content for m in cache.load(db, chat.id)] == ["one", "two", "three"]
+
+
+def test_a_transcript_dropped_for_room_between_two_reads_is_read_whole_again(db, user):
+    chat, other = make_session(db, user.id), make_session(db, user.id)
+    say(db, chat.id, "one", "two")
+    say(db, other.id, "elsewhere")
+    cache = TranscriptCache(capacity=1)
+    cache.load(db, chat.id)
+    after = cache.last_id(chat.id)
+    say(db, chat.id, "three")
+    newer = sessions.turn_start(db, chat.id, after).messages
+    cache.load(db, other.id)  # takes the only place: the first session's messages are dropped
+
+    assert cache.extend(chat.id, after, newer) is None  # the newest alone would not be the transcript
+    assert [m.content for m in cache.load(db, chat.id)] == ["one", "two", "three"]
+
+
+def test_the_kept_wire_form_is_what_the_model_is_sent_made_once(db, user):
+    chat = make_session(db, user.id)
+    sessions.append_messages(db, chat.id, [
+        {"role": "user", "content": "list files"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{\"command\": \"ls\"}"}}]},
+        {"role": "tool", "content": "a.txt", "tool_call_id": "c1", "name": "terminal"},
+    ])
+    cache = TranscriptCache()
+    stored = cache.load(db, chat.id)
+    wire = cache.wire(chat.id)
+
+    assert [wire(m) for m in stored] == [to_wire(m) for m in stored]
+    assert all(wire(m) is wire(m) for m in stored)
