@@ -289,7 +289,7 @@ def turn_start(db: Database, session_id: str, after: int | None) -> TurnStart:
         if session is None:
             raise NotFound("No such session.", code="session_not_found")
         if after is None:
-            messages = list(s.exec(select(Message).where(Message.session_id == session_id).order_by(Message.id)))
+            messages = list(s.exec(_MESSAGES_ALL, params={"session_id": session_id}))
         else:
             messages = list(s.exec(_MESSAGES_AFTER, params={"session_id": session_id, "after": after}))
         compaction = s.exec(_LATEST_COMPACTION, params={"session_id": session_id}).first()
@@ -302,6 +302,7 @@ def latest_compaction(db: Database, session_id: str) -> Compaction | None:
         return s.exec(_LATEST_COMPACTION, params={"session_id": session_id}).first()
 
 
+_MESSAGES_ALL = select(Message).where(Message.session_id == bindparam("session_id")).order_by(Message.id)
 _LATEST_COMPACTION = (select(Compaction)
                       .where(Compaction.session_id == bindparam("session_id"), Compaction.outcome.in_(APPLIED))
                       .order_by(Compaction.id.desc()).limit(1))

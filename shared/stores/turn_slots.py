@@ -40,7 +40,11 @@ def lock_user(s: Session, user_id: str) -> None:
     foreign key): two accepts upgrading to FOR UPDATE would deadlock, these two locks queue instead.
     """
     if s.get_bind().dialect.name != "sqlite":
-        s.exec(select(User.id).where(User.id == user_id).with_for_update(key_share=True)).first()
+        s.execute(_LOCK_USER, {"user_id": user_id}).first()
+
+
+_USERS = User.__table__
+_LOCK_USER = select(_USERS.c.id).where(_USERS.c.id == bindparam("user_id")).with_for_update(key_share=True)
 
 
 def running_elsewhere(s: Session, user_id: str, session_id: str, fresh_after: datetime) -> int:

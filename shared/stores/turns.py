@@ -236,7 +236,10 @@ def _runnable(s: Session, session_id: str, fresh_after):
 def _lock_session(s: Session, session_id: str) -> None:
     """Row-lock the session on Postgres (SQLite's write transaction is already exclusive)."""
     if s.get_bind().dialect.name != "sqlite":
-        s.exec(select(ChatSession.id).where(ChatSession.id == session_id).with_for_update()).first()
+        s.execute(_LOCK_SESSION, {"session_id": session_id}).first()
+
+
+_LOCK_SESSION = select(_SESSIONS.c.id).where(_SESSIONS.c.id == bindparam("session_id")).with_for_update()
 
 
 def heartbeat(db: Database, turn_ids: list[str], worker_id: str) -> set[str]:
