@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from shared.db import Database
 from shared.migrate import alembic_config, upgrade
-from shared.stores import sessions
+from shared.stores import search_postgres, search_sqlite, sessions
 from shared.stores.search import search_messages
 from tests.support.factories import make_session, make_user
 
@@ -95,3 +95,89 @@ def test_a_large_bulk_load_leaves_postgres_with_fresh_statistics(db, monkeypatch
             "SELECT relname, last_analyze FROM pg_stat_user_tables WHERE relname IN ('messages', 'message_search')"
         )).all())
     assert set(analyzed) == {"messages", "message_search"} and all(analyzed.values())
+
+
+def test_a_scope_holding_most_of_the_index_is_ranked_as_if_every_match_were_scored(db, monkeypatch):
+    """SQLite ranks such a scope from the whole index's best matches first (no join per match), and
+    falls back to scoring the scope's every match when those may not hold its best; the hits are the
+    same either way, and never another user's. (Postgres ranks as before: the same assertions hold.)"""
+    user, other = make_user(db), make_user(db)
+    chat = make_session(db, user.id)
+    sessions.append_messages(db, chat.id, [{"role": "user", "content": f"otter {'pebble ' * (i % 4)}note {i}"}
+                                           for i in range(14)])
+    sessions.append_messages(db, make_session(db, other.id).id, [{"role": "user", "content": "otter otter otter"}
+                                                                 for _ in range(3)])
+    queries = ["otter", "otter pebble", "pebble note"]
+
+    def hits(pool):
+        return {q: [(h.message_id, round(h.score, 6)) for h in search_messages(db, user.id, q, limit=8, pool=pool)]
+                for q in queries}
+
+    monkeypatch.setattr(search_sqlite, "TOP_FACTOR", 0)
+    expected = {pool: hits(pool) for pool in (2, 3, 100)}
+    mine = {m.id for m in sessions.list_messages(db, chat.id)}
+    assert all(h for by_query in expected.values() for h in by_query.values())
+    assert {i for by_query in expected.values() for h in by_query.values() for i, _ in h} <= mine
+
+    tried = []
+    best_of_top = search_sqlite._best_of_top
+    monkeypatch.setattr(search_sqlite, "_holds_most", lambda s, scope: True)
+    monkeypatch.setattr(search_sqlite, "_best_of_top", lambda *a: tried.append(best_of_top(*a)) or tried[-1])
+    for factor in (1, 2, 50):  # the other user's three best rows fill a top of 2 or 3; a top of 100+ holds all
+        monkeypatch.setattr(search_sqlite, "TOP_FACTOR", factor)
+        assert {pool: hits(pool) for pool in (2, 3, 100)} == expected, factor
+    if db.is_sqlite:
+        assert any(found is None for found in tried) and any(found is not None for found in tried)
+
+
+@pytest.mark.parametrize("walk", [5, 10_000], ids=["windows-below-the-walk", "walk-ends-with-the-scope"])
+def test_a_phrase_whose_newest_matches_lie_past_the_walk_is_listed_whole(db, monkeypatch, walk):
+    """Postgres walks the user's newest documents as far as should find the phrase, then reads the body
+    index below where the walk stopped, a window of ids at a time (or stops: the walk reached the scope's
+    oldest document). The user's newest matches come back, never another user's or the excluded
+    session's, however the windows fall among other users' messages."""
+    user, other = make_user(db), make_user(db)
+    trips, excluded = make_session(db, user.id), make_session(db, user.id)
+    theirs = make_session(db, other.id)
+    for i in range(6):
+        sessions.append_messages(db, trips.id, [{"role": "user", "content": f"the red canoe, trip {i}"}])
+        sessions.append_messages(db, theirs.id, [{"role": "user", "content": f"the red canoe, not yours {i}"}])
+    sessions.append_messages(db, trips.id, [{"role": "assistant", "content": f"paddle note {i}"} for i in range(30)])
+    sessions.append_messages(db, excluded.id, [{"role": "user", "content": "the red canoe, excluded"}])
+    for backend in (search_sqlite, search_postgres):
+        monkeypatch.setattr(backend, "OWN_MAX", 1)  # past the own-scope plan
+    # windows of a few ids: the first ones hold no match, the matches fall across several
+    for name, value in (("READ_ALL", 0), ("WALK", walk), ("MIN_WALK", walk), ("WIDER", 2), ("PHRASE_SHARE", 1e6)):
+        monkeypatch.setattr(search_postgres, name, value)
+    windows = []
+    real_windows = search_postgres._windows
+    monkeypatch.setattr(search_postgres, "_windows", lambda *a: windows.append(a) or real_windows(*a))
+    gin_reads = []
+    real_gin = search_postgres._gin_newest
+    monkeypatch.setattr(search_postgres, "_gin_newest", lambda *a: gin_reads.append(a) or real_gin(*a))
+
+    hits = search_messages(db, user.id, '"red canoe"', limit=4, exclude_session_id=excluded.id)
+    assert [h.content for h in hits] == [f"the red canoe, trip {i}" for i in (5, 4, 3, 2)]
+    assert [h.content for h in search_messages(db, other.id, '"red canoe"', limit=2)] == [
+        "the red canoe, not yours 5", "the red canoe, not yours 4"]
+    if not db.is_sqlite:
+        assert bool(windows) == (walk == 5)
+        assert len(gin_reads) > 2 if walk == 5 else not gin_reads
+
+
+@pytest.mark.sqlite_only
+def test_sqlite_reads_each_rows_columns_from_the_fts5_content_table_in_the_index_order(db):
+    """search_sqlite reads context ids (and a small scope's texts) from `messages_fts_content` by primary key:
+    c0..c4 must be body, prev, prev2, prev_id, prev2_id as the virtual table returns them."""
+    chat = make_session(db, make_user(db).id)
+    stored = sessions.append_messages(db, chat.id, [{"role": "user", "content": f"line {i} of three"}
+                                                    for i in range(3)])
+    ids = {"ids": [m.id for m in stored]}
+    with db.read() as s:
+        through_fts = s.execute(text("SELECT rowid, body, prev, prev2, prev_id, prev2_id FROM messages_fts "
+                                     "WHERE rowid IN (SELECT value FROM json_each(:ids)) ORDER BY rowid"),
+                                {"ids": str(ids["ids"])}).all()
+        direct = s.execute(text(f"SELECT id, c0, c1, c2, c3, c4 FROM {search_sqlite.CONTENT} "
+                                "WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id"),
+                           {"ids": str(ids["ids"])}).all()
+    assert direct == through_fts and through_fts[2][3:] == ("line 0 of three", stored[1].id, stored[0].id)
