@@ -329,10 +329,10 @@ def _lexemes(s: Session, parsed: ParsedQuery) -> tuple[list[str], list[str]]:
 
 
 def _total(s: Session) -> int:
-    """How many messages are indexed: the planner's and the statistics' estimates, or a count while small."""
+    """How many messages are indexed: the planner's and the statistics' estimates, or a count while small.
+    (Through pg_stat_get_live_tuples: the pg_stat_user_tables view read every table's statistics, ~1 ms.)"""
     estimate = s.execute(text(
-        "SELECT greatest(c.reltuples, coalesce(st.n_live_tup, 0)) FROM pg_class AS c "
-        "LEFT JOIN pg_stat_user_tables AS st ON st.relid = c.oid WHERE c.relname = 'message_search'"
+        "SELECT greatest(reltuples, pg_stat_get_live_tuples(oid)) FROM pg_class WHERE oid = 'message_search'::regclass"
     )).scalar() or 0
     if estimate >= SMALL_TABLE:
         return int(estimate)
