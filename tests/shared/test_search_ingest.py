@@ -212,6 +212,12 @@ def test_migration_0019_keeps_a_stored_history_indexed_alike_and_downgrades(blan
         assert _found(db, after_user, after) == _found(db, before_user, before)
         assert [h.content for h in search_messages(db, after_user, '"grown otters"', sort="rank")] == [
             "No: herons leave grown otters alone."]
+        sessions.append_messages(db, after[1], [{"role": "user", "content": "我们上周去桂林旅游了"},
+                                                {"role": "user", "content": "Café au lait, s'il vous plaît"}])
+        assert [h.content for h in search_messages(db, after_user, "桂林")] == ["我们上周去桂林旅游了"]
+        if db.is_sqlite:  # the trigram table holds CJK text only, whatever else is not plain ASCII
+            with db.read() as s:
+                assert s.execute(text("SELECT body FROM messages_cjk")).scalars().all() == ["我们上周去桂林旅游了"]
 
         command.downgrade(alembic_config(blank_url), "0018_pg_ingest")
         down_user, down = _twin(db)
