@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from shared.db import Database
 from shared.migrate import alembic_config, upgrade
-from shared.stores import search_postgres, search_sqlite, sessions
+from shared.stores import search_budget, search_postgres, search_sqlite, sessions
 from shared.stores.search import search_messages
 from tests.support.factories import make_session, make_user
 
@@ -186,3 +186,25 @@ def test_sqlite_reads_each_rows_columns_from_the_fts5_content_table_in_the_index
                                 "WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id"),
                            {"ids": str(ids["ids"])}).all()
     assert direct == through_fts and through_fts[2][3:] == ("line 0 of three", stored[1].id, stored[0].id)
+
+
+def test_a_term_no_message_holds_is_left_out_of_a_broad_querys_ranking(db, monkeypatch):
+    """Past the budget the rarest terms are ranked; one matching nothing anywhere adds nothing to any score,
+    so it is not ranked at all (each backend evaluated it for every row ranked): same hits, same scores."""
+    user = make_user(db)
+    chat = make_session(db, user.id)
+    sessions.append_messages(db, chat.id, [{"role": "user", "content": f"coffee break number {i}"} for i in range(12)]
+                             + [{"role": "assistant", "content": "coffee with the narwhal"},
+                                {"role": "user", "content": "the narwhal again"}])
+    for backend in (search_sqlite, search_postgres):
+        monkeypatch.setattr(backend, "BUDGET", 5)  # "coffee" is too broad to rank whole; "narwhal" is rare
+        monkeypatch.setattr(backend, "OWN_MAX", 1)
+    ranked = []
+    real_rarest = search_budget._rarest
+    monkeypatch.setattr(search_budget, "_rarest", lambda terms, b: ranked.append(real_rarest(terms, b)) or ranked[-1])
+
+    def scored(query):
+        return [(h.content, round(h.score, 6)) for h in search_messages(db, user.id, query, limit=5)]
+
+    assert scored("coffee narwhal qwzxv") == scored("coffee narwhal")
+    assert [[a.words for t in terms for a in t.atoms] for terms in ranked] == [[("narwhal",)], [("narwhal",)]]
