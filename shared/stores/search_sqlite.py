@@ -34,7 +34,7 @@ CONTENT = "messages_fts_content"
 # The context ids of a statement's (rowid, score) rows, only for the rows kept, not for every match
 # ranked or walked (~2 µs a match: 5 of 13 ms ranking 2,500 matches at 1M).
 _WITH_CONTEXT = (f"SELECT r.rowid, r.score, c.c3, c.c4 FROM ({{kept}}) AS r JOIN {CONTENT} AS c ON c.id = r.rowid")
-TOP_FACTOR = 2  # a scope holding most of the index is ranked from the index's best 2 x pool matches first
+TOP_MARGIN = 1.3  # a scope holding most of the index is ranked from the index's best pool / share x 1.3 first
 _TOP = (f"""
 WITH top AS MATERIALIZED (
     SELECT f.rowid AS rowid, -bm25(messages_fts, {WEIGHTS}) AS score FROM messages_fts AS f
@@ -75,8 +75,7 @@ def _latin(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -
     latin = ParsedQuery(tuple(t for t in parsed.terms if not t.cjk), tuple(t for t in parsed.excluded if not t.cjk))
     return budgeted(latin, Backend(
         count=lambda q, cap: _count(s, fts5_match(q, BODY, ALL_COLUMNS), cap),
-        ranked=lambda q: _ranked(s, fts5_match(q, BODY, ALL_COLUMNS), where, params, pool,
-                                 TOP_FACTOR * pool if _holds_most(s, scope) else 0),
+        ranked=lambda q: _ranked(s, fts5_match(q, BODY, ALL_COLUMNS), where, params, pool, _top(s, scope, pool)),
         newest=lambda q, own: _newest(s, fts5_match(q, BODY, BODY if own else ALL_COLUMNS), where, params, few),
         budget=BUDGET,
         scope_size=lambda cap: scope.size(s, cap),
@@ -133,13 +132,17 @@ def _count(s: Session, match: str, cap: int) -> int:
     ), {"match": match, "cap": cap}).scalar()
 
 
-def _holds_most(s: Session, scope: Scope) -> bool:
-    """Whether the scope is most of the index: a user with at least half of all sessions, not one session."""
+def _top(s: Session, scope: Scope, pool: int) -> int:
+    """How many of the whole index's best matches to rank the scope's `pool` from (0: rank the scope's
+    own): for a scope that is most of the index, by its share of the sessions (at least half), enough
+    to hold `pool` of its own with TOP_MARGIN to spare."""
     if scope.session_id is not None or set(scope.roles) != set(INDEXED_ROLES):
-        return False
-    return bool(s.execute(text(
-        "SELECT (SELECT count(*) FROM sessions WHERE user_id = :u) * 2 >= (SELECT max(rowid) FROM sessions)"
-    ), {"u": scope.user_id}).scalar())
+        return 0
+    share = s.execute(text(
+        "SELECT CAST((SELECT count(*) FROM sessions WHERE user_id = :u) AS REAL) "
+        "/ max(1, (SELECT max(rowid) FROM sessions))"
+    ), {"u": scope.user_id}).scalar() or 0.0
+    return int(pool * TOP_MARGIN / min(share, 1.0)) if share >= 0.5 else 0
 
 
 def _ranked(s: Session, match: str, where: str, params: dict, pool: int, top: int = 0) -> dict[int, Candidate]:

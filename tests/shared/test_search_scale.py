@@ -13,6 +13,7 @@ from shared.db import Database
 from shared.migrate import alembic_config, upgrade
 from shared.stores import search_budget, search_postgres, search_sqlite, sessions
 from shared.stores.search import search_messages
+from shared.stores.search_scope import INDEXED_ROLES, Scope
 from tests.support.factories import make_session, make_user
 
 
@@ -118,7 +119,7 @@ def test_a_scope_holding_most_of_the_index_is_ranked_as_if_every_match_were_scor
         return {q: [(h.message_id, round(h.score, 6)) for h in search_messages(db, user.id, q, limit=8, pool=pool)]
                 for q in queries}
 
-    monkeypatch.setattr(search_sqlite, "TOP_FACTOR", 0)
+    monkeypatch.setattr(search_sqlite, "_top", lambda s, scope, pool: 0)
     expected = {pool: hits(pool) for pool in (2, 3, 100)}
     mine = {m.id for m in sessions.list_messages(db, chat.id)}
     assert all(h for by_query in expected.values() for h in by_query.values())
@@ -126,10 +127,9 @@ def test_a_scope_holding_most_of_the_index_is_ranked_as_if_every_match_were_scor
 
     tried = []
     best_of_top = search_sqlite._best_of_top
-    monkeypatch.setattr(search_sqlite, "_holds_most", lambda s, scope: True)
     monkeypatch.setattr(search_sqlite, "_best_of_top", lambda *a: tried.append(best_of_top(*a)) or tried[-1])
     for factor in (1, 2, 50):  # the other user's three best rows fill a top of 2 or 3; a top of 100+ holds all
-        monkeypatch.setattr(search_sqlite, "TOP_FACTOR", factor)
+        monkeypatch.setattr(search_sqlite, "_top", lambda s, scope, pool, factor=factor: pool * factor)
         assert {pool: hits(pool) for pool in (2, 3, 100)} == expected, factor
     if db.is_sqlite:
         assert any(found is None for found in tried) and any(found is not None for found in tried)
@@ -208,3 +208,19 @@ def test_a_term_no_message_holds_is_left_out_of_a_broad_querys_ranking(db, monke
 
     assert scored("coffee narwhal qwzxv") == scored("coffee narwhal")
     assert [[a.words for t in terms for a in t.atoms] for terms in ranked] == [[("narwhal",)], [("narwhal",)]]
+
+
+@pytest.mark.sqlite_only
+def test_sqlite_ranks_from_the_whole_index_only_for_a_scope_holding_most_of_it(blank_url):
+    upgrade(blank_url)
+    db = Database(blank_url)
+    try:
+        most, few = make_user(db), make_user(db)
+        chats = [make_session(db, most.id).id for _ in range(3)] + [make_session(db, few.id).id]
+        with db.read() as s:
+            assert search_sqlite._top(s, Scope(most.id, None, None, INDEXED_ROLES), 400) == int(400 * 1.3 / 0.75)
+            assert search_sqlite._top(s, Scope(few.id, None, None, INDEXED_ROLES), 400) == 0
+            assert search_sqlite._top(s, Scope(most.id, chats[0], None, INDEXED_ROLES), 400) == 0
+            assert search_sqlite._top(s, Scope(most.id, None, None, ("user",)), 400) == 0
+    finally:
+        db.dispose()
