@@ -191,13 +191,14 @@ def test_sqlite_reads_each_rows_columns_from_the_fts5_content_table_in_the_index
 def test_a_term_no_message_holds_is_left_out_of_a_broad_querys_ranking(db, monkeypatch):
     """Past the budget the rarest terms are ranked; one matching nothing anywhere adds nothing to any score,
     so it is not ranked at all (each backend evaluated it for every row ranked): same hits, same scores."""
+    rare, nothing = (uuid.uuid4().hex.translate(str.maketrans("0123456789", "ghijklmnop")) for _ in range(2))
     user = make_user(db)
     chat = make_session(db, user.id)
     sessions.append_messages(db, chat.id, [{"role": "user", "content": f"coffee break number {i}"} for i in range(12)]
-                             + [{"role": "assistant", "content": "coffee with the narwhal"},
-                                {"role": "user", "content": "the narwhal again"}])
+                             + [{"role": "assistant", "content": f"coffee with the {rare}"},
+                                {"role": "user", "content": f"the {rare} again"}])
     for backend in (search_sqlite, search_postgres):
-        monkeypatch.setattr(backend, "BUDGET", 5)  # "coffee" is too broad to rank whole; "narwhal" is rare
+        monkeypatch.setattr(backend, "BUDGET", 5)  # "coffee" is too broad to rank whole; the other word is rare
         monkeypatch.setattr(backend, "OWN_MAX", 1)
     ranked = []
     real_rarest = search_budget._rarest
@@ -206,8 +207,8 @@ def test_a_term_no_message_holds_is_left_out_of_a_broad_querys_ranking(db, monke
     def scored(query):
         return [(h.content, round(h.score, 6)) for h in search_messages(db, user.id, query, limit=5)]
 
-    assert scored("coffee narwhal qwzxv") == scored("coffee narwhal")
-    assert [[a.words for t in terms for a in t.atoms] for terms in ranked] == [[("narwhal",)], [("narwhal",)]]
+    assert scored(f"coffee {rare} {nothing}") == scored(f"coffee {rare}")
+    assert [[a.words for t in terms for a in t.atoms] for terms in ranked] == [[(rare,)], [(rare,)]]
 
 
 @pytest.mark.sqlite_only
