@@ -1,6 +1,6 @@
 """LoCoMo retrieval: recall@5/10/20 of `search_messages` with each question exactly as asked, on folds.
 
-    python -m bench.locomo [--postgres] [--keyword-only] [--folds all|tuning] [--data PATH]
+    python -m bench.locomo [--postgres] [--keyword-only] [--folds all|tuning] [--misses] [--data PATH]
 
 Each conversation becomes one user; each LoCoMo session one session whose messages read
 "<speaker>: <text>", dated by the session's date. A question is found at k when any of its evidence
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from bench.locomo_misses import list_misses
 from bench.report import figure
 from shared.db import Database
 from shared.migrate import upgrade
@@ -109,6 +110,11 @@ def ingest(db: Database, sample: dict) -> Stored:
     return Stored(sample, user.id, dia_ids)
 
 
+def evidence_of(qa: dict) -> set[str]:
+    """The question's evidence dia_ids; one entry of the data file holds two ("D8:6; D9:17")."""
+    return {part.strip() for entry in qa.get("evidence") or [] for part in entry.split(";") if part.strip()}
+
+
 @dataclass
 class Result:
     """Found-at-k counts per category, and the search times in ms."""
@@ -130,7 +136,7 @@ def evaluate(db: Database, stored: list[Stored], hybrid: bool = False) -> Result
         if hybrid:
             embed_missing(db, conv.user_id)
         for qa in conv.sample["qa"]:
-            evidence = set(qa.get("evidence") or [])
+            evidence = evidence_of(qa)
             if not evidence:
                 continue
             start = time.perf_counter()
@@ -203,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keyword-only", action="store_true", help="skip hybrid even when installed")
     parser.add_argument("--folds", choices=("all", "tuning"), default="all",
                         help="'tuning': ask only the tuning folds' questions (all conversations are stored)")
+    parser.add_argument("--misses", action="store_true",
+                        help="list the tuning folds' misses at 10 instead (never the held-out folds')")
     parser.add_argument("--data", type=Path, default=None, help="path of locomo-dev.json")
     args = parser.parse_args(argv)
     data = args.data or default_data()
@@ -215,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     db, close = database(args.postgres)
     try:
         stored = [ingest(db, sample) for sample in samples]
+        if args.misses:
+            hybrid = not args.keyword_only and search_vectors.available()
+            list_misses(db, stored, hybrid, is_tuning, ANSWERABLE, evidence_of)
+            return 0
         measure(db, stored, backend, hybrid=False, tuning_only=tuning_only)
         if not args.keyword_only:
             if search_vectors.available():

@@ -371,7 +371,7 @@ def profile_cpu(mode: str, argv: list[str]) -> int:
         os.makedirs(out, exist_ok=True)
         overrides.update(PYTHONPATH=os.pathsep.join([PROBE_DIR, os.getcwd()]), HSTACK_PROBE_DIR=os.path.abspath(out))
         if not os.environ.get("HSTACK_PROBE_CPU"):  # cProfile, unless timing named functions (cProfile skews that)
-            overrides["HSTACK_PROFILE"] = "1"
+            overrides["HSTACK_PROFILE"] = os.environ.get("HSTACK_PROFILE", "1")
     model = FakeModel(port=ENV.model_port)
     model.start()
     stack = Stack(model_url=model.base_url, env_overrides=overrides)

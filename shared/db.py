@@ -9,6 +9,7 @@ comes; the busy timeout covers processes that do not take the lock.
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -16,11 +17,13 @@ from typing import Iterator
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError
 from sqlmodel import Session, create_engine
 
 from shared.writer_lock import WriterLock, writer_lock_for
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+PING_IDLE_SECONDS = 2.0  # a pooled Postgres connection idle this long is pinged before it is handed out
 # Reads map the file instead of copying each page through a 2 MB page cache: at 1M messages (a 1.2 GB
 # file) a search's random b-tree lookups cost a third less CPU (bench/README "Search at scale").
 # SQLite caps it at its compile-time maximum (2 GB); it is address space, not memory.
@@ -39,7 +42,9 @@ class Database:
 
     def _make_engine(self, url: str, echo: bool) -> Engine:
         if not self.is_sqlite:
-            return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=20, max_overflow=40)
+            engine = create_engine(url, echo=echo, pool_size=20, max_overflow=40)
+            _ping_when_idle(engine)
+            return engine
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -83,6 +88,30 @@ class Database:
         self.engine.dispose()
 
 
+def _ping_when_idle(engine: Engine) -> None:
+    """`pool_pre_ping`, but only for a connection that sat idle: a dead server or a dropped connection is still
+    found before use (and the connection replaced), without a round trip before every transaction of a busy
+    worker (a dozen per turn). A connection that died while in steady use fails its statement instead, which
+    callers already treat as a transient error (the turn task retries)."""
+
+    def mark(_dbapi_connection, record, *_) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    def ping_if_idle(dbapi_connection, record, _proxy) -> None:
+        if time.monotonic() - record.info.get("idle_since", 0.0) < PING_IDLE_SECONDS:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            raise DisconnectionError(str(exc)) from exc  # the pool replaces the connection and tries again
+        if not alive:
+            raise DisconnectionError("the database connection did not answer a ping")
+
+    event.listen(engine, "connect", mark)
+    event.listen(engine, "checkin", mark)
+    event.listen(engine, "checkout", ping_if_idle)
+
+
 def _sqlite_on_connect(dbapi_connection, _record) -> None:
     dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
     cursor = dbapi_connection.cursor()
@@ -95,10 +124,10 @@ def _sqlite_on_connect(dbapi_connection, _record) -> None:
 
 
 def _sqlite_on_begin(conn) -> None:
-    if conn.get_execution_options().get("sqlite_immediate"):
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-    else:
-        conn.exec_driver_sql("BEGIN")
+    # Straight to the driver: every transaction begins here, and SQLAlchemy's statement machinery around a
+    # bare BEGIN cost more CPU than SQLite takes to run it.
+    driver = conn.connection.driver_connection
+    driver.execute("BEGIN IMMEDIATE" if conn.get_execution_options().get("sqlite_immediate") else "BEGIN")
 
 
 @lru_cache(maxsize=8)

@@ -5,7 +5,8 @@ trips (each packed send to the server, so a pipeline counts once), per statement
 SIGUSR2 the process writes its counters as JSON to `$HSTACK_PROBE_DIR/<pid>.json`. Never used by the
 product: it exists only when a benchmark puts this directory on PYTHONPATH.
 
-With `HSTACK_PROFILE=1` as well, every thread of the process runs under cProfile (enabled as the
+With `HSTACK_PROFILE=1` as well (`HSTACK_PROFILE=cpu`: timed by each thread's CPU clock, so waiting
+for a lock, a socket or the GIL is not counted), every thread of the process runs under cProfile (enabled as the
 thread starts, and on the main thread at import), and SIGUSR2 also writes the merged profile to
 `$HSTACK_PROBE_DIR/<pid>.prof` (read it with `pstats`; cumulative since start, so a dump before
 and one after a stretch of work subtract to that work's profile).
@@ -129,9 +130,11 @@ def _install_profiler() -> None:
     import cProfile
     import sys
 
+    cpu_clock = os.environ.get("HSTACK_PROFILE") == "cpu"  # thread CPU, not wall time: waiting is not counted
+
     def start(*_):
         sys.setprofile(None)
-        profile = cProfile.Profile()
+        profile = cProfile.Profile(time.thread_time) if cpu_clock else cProfile.Profile()
         with _LOCK:
             _PROFILES.append(profile)
         profile.enable()

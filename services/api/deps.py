@@ -16,6 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, SecretStr
 
 from services.api.auth_cache import AuthCache
+from services.api.recent_turns import RecentTurns
 from shared.config import Settings
 from shared.db import Database
 from shared.errors import Forbidden, NotFound, Unauthorized
@@ -57,12 +58,17 @@ async def get_enqueue(request: Request) -> Enqueue:
     return request.app.state.enqueue
 
 
+async def get_recent_turns(request: Request) -> RecentTurns:
+    return request.app.state.recent_turns
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 DbDep = Annotated[Database, Depends(get_db)]
 RedisDep = Annotated[redis.Redis, Depends(get_sync_redis)]
 AsyncRedisDep = Annotated[aioredis.Redis, Depends(get_async_redis)]
 EnqueueDep = Annotated[Enqueue, Depends(get_enqueue)]
 AuthCacheDep = Annotated[AuthCache, Depends(get_auth_cache)]
+RecentTurnsDep = Annotated[RecentTurns, Depends(get_recent_turns)]
 
 
 async def current_user(request: Request, settings: SettingsDep, cache: AuthCacheDep, db: DbDep,

@@ -20,6 +20,7 @@ from services.api.body_limit import BodyLimit
 from services.api.errors import CatchAll, install_error_handlers
 from services.api.fanout import BLOCK_SECONDS, Hub
 from services.api.rate_limits import RateLimit
+from services.api.recent_turns import RecentTurns
 from services.api.text_guard import TextGuard
 from services.api.routes import admin, chat_completions, events, health, sessions, turns, users
 from services.api.routes import approvals as approval_routes
@@ -139,6 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db = get_database(settings.sqlalchemy_url)
     app.state.enqueue = enqueue
     app.state.auth_cache = AuthCache()
+    app.state.recent_turns = RecentTurns()
     app.state.started_at = int(time.time())
     app.state.redis_name = f"hstack-api-{os.getpid()}-{secrets.token_hex(3)}"
     app.state.stream_slots = StreamSlots(settings.sse_max_streams_per_key)

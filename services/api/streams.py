@@ -88,12 +88,6 @@ async def history(hub: Hub, turn_id: str, after: str, upto: str | None = None) -
         last = entries[-1][0]
 
 
-async def stream_tip(hub: Hub, turn_id: str) -> str | None:
-    """The id of the turn's newest stored event; None when its stream does not exist (yet, or any more)."""
-    newest = await hub.replay.xrevrange(events.stream_key(turn_id), count=1)
-    return newest[0][0] if newest else None
-
-
 async def follow(
     hub: Hub, turn_id: str, load_turn: TurnLoader, *, idle_seconds: float, after: str | None = None,
     known: Turn | None = None,
@@ -101,15 +95,17 @@ async def follow(
     """The turn's events after `after` (from the start when None); None after each idle `idle_seconds`
     (time for a keepalive); ends on a terminal event, or on an `error` event naming where to resume.
 
-    A turn that is finished in the database but whose stream holds no terminal event (expired, or the
-    worker died before publishing) ends with a terminal event rebuilt from the row. `known`: the row the
-    caller read just before, used for that check instead of reading it again (a turn that finishes after
-    that read publishes its end, so the stream then exists; one whose worker died is caught when idle).
+    What is stored is read first and the fan-out joined from the newest of it, so a client resuming far
+    behind replays its backlog at its own pace (one read when the stream is new or short). A turn that is finished in the database but has
+    nothing stored after `after` (its stream expired, or the worker died before publishing its end) ends
+    with a terminal event rebuilt from the row. `known`: the row the caller read just before, used for that
+    check instead of reading it again (a turn that finishes after that read publishes its end, and one
+    whose worker died is caught when the stream stays idle).
     """
     last = after or "0-0"
     try:
-        tip = await stream_tip(hub, turn_id)
-        if tip is None:
+        backlog = await history(hub, turn_id, last)
+        if not backlog:
             turn = known if known is not None else await load_turn()
             if finished(turn):
                 yield terminal_from_row(turn)
@@ -117,8 +113,17 @@ async def follow(
     except (redis.RedisError, OSError):
         yield error_event(last, BROKEN)
         return
-    sub, upto = await hub.subscribe(turn_id, last, tip=tip)
+    ended = next((n for n, event in enumerate(backlog) if event.terminal), None)
+    if ended is not None:
+        for event in backlog[:ended + 1]:
+            yield event
+        return
+    newest = backlog[-1].id if backlog else last
+    sub, upto = await hub.subscribe(turn_id, newest, tip=newest)  # joined before the replay: nothing missed
     try:
+        for event in backlog:
+            yield event
+            last = event.id
         async for event in _joined(hub, sub, turn_id, load_turn, last, upto, idle_seconds):
             if event is not None and event.type != "error":
                 last = event.id

@@ -6,10 +6,15 @@ the canonical serialization of every request it answered in this run and reports
 one, the tokens of the longest prefix shared with any of them (`cached_tokens`). Tokens are a
 deterministic estimate, one per four characters of the serialization, and `prompt_tokens` uses
 the same count, so the share cached is exact and repeatable.
+
+Finding that prefix must not cost the scripted model more than the stack it measures: among strings kept
+in sorted order, the one sharing the longest prefix with a new string is next to where it would be
+inserted, so `measure` compares with two neighbours (a bisect, C-speed compares), not with every one kept.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import threading
@@ -30,8 +35,16 @@ def _unmarked(value: object) -> object:
     return value
 
 
+# One encoder for every part: `json.dumps` with options builds a new encoder per call, and a long session's
+# request has hundreds of messages.
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
 def _canonical(value: object) -> str:
-    return json.dumps(_unmarked(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = _ENCODE(value)
+    if '"cache_control"' not in text:  # the markers appear as a key wherever they are: nothing to take out
+        return text
+    return _ENCODE(_unmarked(value))
 
 
 def serialize(body: dict) -> str:
@@ -76,20 +89,30 @@ class PrefixCache:
     """The serializations seen in this run; `measure` reports one request and then remembers it."""
 
     def __init__(self, kept: int = KEPT) -> None:
-        self._seen: deque[str] = deque(maxlen=kept)
+        self._kept = kept
+        self._arrival: deque[str] = deque()  # oldest first, to forget the oldest past `kept`
+        self._sorted: list[str] = []
         self._lock = threading.Lock()
 
     def measure(self, body: dict) -> PromptUsage:
         text = serialize(body)
         with self._lock:
-            longest = 0
-            for earlier in reversed(self._seen):  # the newest is usually the longest: later ones only try to beat it
-                if text[:longest + 1] == earlier[:longest + 1]:
-                    longest = shared_prefix(text, earlier, longest + 1)
-            self._seen.append(text)
+            at = bisect.bisect_left(self._sorted, text)
+            neighbours = self._sorted[max(0, at - 1):at + 1]
+            longest = max((shared_prefix(text, earlier) for earlier in neighbours), default=0)
+            self._remember(text, at)
         # A cached token is a whole one: round down, so cached never exceeds the prompt.
         return PromptUsage(tokens(len(text)), longest // CHARS_PER_TOKEN)
 
+    def _remember(self, text: str, at: int) -> None:
+        """Keep `text` (its sorted place is `at`), forgetting the oldest beyond `kept` (caller holds the lock)."""
+        self._sorted.insert(at, text)
+        self._arrival.append(text)
+        if len(self._arrival) > self._kept:
+            oldest = self._arrival.popleft()
+            del self._sorted[bisect.bisect_left(self._sorted, oldest)]
+
     def clear(self) -> None:
         with self._lock:
-            self._seen.clear()
+            self._arrival.clear()
+            self._sorted.clear()

@@ -139,12 +139,12 @@ class ProviderManager:
 
     def sync_turn(self, user_text: str, assistant_text: str, ctx: ProviderContext) -> None:
         """Queue the provider's learning from a completed turn behind the session's earlier ones."""
-        if self.provider is not None:
+        if self._overrides("sync_turn"):
             self._queue(ctx, lambda: self.provider.sync_turn(user_text, assistant_text, ctx))
 
     def queue_prefetch(self, user_text: str, assistant_text: str, ctx: ProviderContext) -> None:
         """Queue the preparation of the session's next recall behind its syncs."""
-        if self.provider is not None:
+        if self._overrides("queue_prefetch"):
             self._queue(ctx, lambda: self.provider.queue_prefetch(user_text, assistant_text, ctx))
 
     def on_session_end(self, ctx: ProviderContext) -> None:
@@ -161,7 +161,11 @@ class ProviderManager:
 
     def wants_memory_writes(self) -> bool:
         """Whether the provider overrides `on_memory_write` (reading the turn's writes costs a query)."""
-        return self.provider is not None and type(self.provider).on_memory_write is not MemoryProvider.on_memory_write
+        return self._overrides("on_memory_write")
+
+    def _overrides(self, hook: str) -> bool:
+        """Whether the provider does anything on this hook: a no-op is not queued on a sync thread every turn."""
+        return self.provider is not None and getattr(type(self.provider), hook) is not getattr(MemoryProvider, hook)
 
     def _queue(self, ctx: ProviderContext, job: Callable[[], None]) -> None:
         def run() -> None:

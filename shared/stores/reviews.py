@@ -66,30 +66,27 @@ def count_turn(db: Database, count: TurnCount, intervals: Intervals, system_prom
     send or a dead reviewer left behind (nobody claimed or renewed it for `lease_seconds`).
     """
     with db.write() as s:
-        counter = _locked_counter(s, count.session_id)
+        counter = _counter_row(s, count.session_id)
         if count.seq <= counter.last_turn_seq:
             return None  # already counted
-        counter.last_turn_seq = count.seq
-        counter.turns_since_memory = 0 if count.memory_written else counter.turns_since_memory + 1
-        if count.iterations_after_skill_write is not None:
-            counter.iterations_since_skill = count.iterations_after_skill_write
-        else:
-            counter.iterations_since_skill += count.iterations
-        counter.updated_at = utcnow()
-        s.add(counter)
-        trigger = _due(counter, intervals) if count.completed else None
+        memory = 0 if count.memory_written else counter.turns_since_memory + 1
+        skill = (count.iterations_after_skill_write if count.iterations_after_skill_write is not None
+                 else counter.iterations_since_skill + count.iterations)
+        trigger = _due(memory, skill, intervals) if count.completed else None
+        if trigger in (ReviewTrigger.memory, ReviewTrigger.both):
+            memory = 0
+        if trigger in (ReviewTrigger.skill, ReviewTrigger.both):
+            skill = 0
+        s.execute(_SET_COUNTER, {"counted": count.session_id, "seq": count.seq, "memory": memory, "skill": skill,
+                                 "now": utcnow()})
         if trigger is None:
             return _left_behind(s, count.session_id, lease_seconds)
-        if trigger in (ReviewTrigger.memory, ReviewTrigger.both):
-            counter.turns_since_memory = 0
-        if trigger in (ReviewTrigger.skill, ReviewTrigger.both):
-            counter.iterations_since_skill = 0
         return _new_review(s, count, trigger, system_prompt)
 
 
-def _due(counter: ReviewCounter, intervals: Intervals) -> ReviewTrigger | None:
-    memory = intervals.memory > 0 and counter.turns_since_memory >= intervals.memory
-    skill = intervals.skill > 0 and counter.iterations_since_skill >= intervals.skill
+def _due(turns_since_memory: int, iterations_since_skill: int, intervals: Intervals) -> ReviewTrigger | None:
+    memory = intervals.memory > 0 and turns_since_memory >= intervals.memory
+    skill = intervals.skill > 0 and iterations_since_skill >= intervals.skill
     if memory and skill:
         return ReviewTrigger.both
     if memory:
@@ -115,10 +112,22 @@ def _new_review(s: Session, count: TurnCount, trigger: ReviewTrigger, system_pro
     return review
 
 
-# Built once: every finished turn runs them, and building a statement costs more CPU than running it.
+# Built once: every finished turn runs them, and building a statement costs more CPU than running it. The
+# counter is read and written on its table (Core): an ORM load and flush cost several times the statements.
+_COUNTERS = ReviewCounter.__table__
 _COUNTER = select(ReviewCounter).where(ReviewCounter.session_id == bindparam("session_id")).with_for_update()
+_COUNTER_ROW = select(_COUNTERS).where(_COUNTERS.c.session_id == bindparam("session_id")).with_for_update()
 _NEW_COUNTER = {dialect: insert(ReviewCounter.__table__).on_conflict_do_nothing(index_elements=["session_id"])
                 for dialect, insert in (("sqlite", sqlite_insert), ("postgresql", pg_insert))}
+_SET_COUNTER = (update(_COUNTERS).where(_COUNTERS.c.session_id == bindparam("counted"))
+                .values(last_turn_seq=bindparam("seq"), turns_since_memory=bindparam("memory"),
+                        iterations_since_skill=bindparam("skill"), updated_at=bindparam("now")))
+
+
+def _create_counter(s: Session, session_id: str) -> None:
+    s.execute(_NEW_COUNTER[s.get_bind().dialect.name],
+              {"session_id": session_id, "turns_since_memory": 0, "iterations_since_skill": 0, "last_turn_seq": 0,
+               "updated_at": utcnow()})
 
 
 def _locked_counter(s: Session, session_id: str) -> ReviewCounter:
@@ -130,9 +139,18 @@ def _locked_counter(s: Session, session_id: str) -> ReviewCounter:
     counter = s.exec(_COUNTER, params=key).first()
     if counter is not None:
         return counter
-    s.execute(_NEW_COUNTER[s.get_bind().dialect.name],
-              {**key, "turns_since_memory": 0, "iterations_since_skill": 0, "last_turn_seq": 0, "updated_at": utcnow()})
+    _create_counter(s, session_id)
     return s.exec(_COUNTER, params=key).one()
+
+
+def _counter_row(s: Session, session_id: str):
+    """`_locked_counter` as a plain row (turns_since_memory, iterations_since_skill, last_turn_seq, …)."""
+    key = {"session_id": session_id}
+    row = s.execute(_COUNTER_ROW, key).first()
+    if row is not None:
+        return row
+    _create_counter(s, session_id)
+    return s.execute(_COUNTER_ROW, key).one()
 
 
 def counters(db: Database, session_id: str) -> ReviewCounter | None:

@@ -16,7 +16,8 @@ fewer messages than the budget whose words are common in the whole index is sear
 rows alone (on SQLite ranked in a scratch index of them, by their own statistics), so what other
 users wrote never makes a new user's search dearer (see search_budget).
 Hybrid search (SEARCH_HYBRID, an install extra) adds the 50 messages closest to the query by
-sentence embedding and ranks by keyword score (scaled to the best) + weight x cosine similarity.
+sentence embedding (a message's similarity takes shares of the two before it, as the index's context
+columns do: see search_vectors) and ranks by keyword score (scaled to the best) + weight x similarity.
 """
 
 from __future__ import annotations

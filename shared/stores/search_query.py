@@ -8,6 +8,7 @@ Rules, so a natural question finds the right messages and no text is a syntax er
 - Everything else (`( ) : ^ + { }`, NEAR, unbalanced quotes, emoji) is plain text: only letters and
   digits reach the database, always inside quotes.
 - Irregular verb forms are searched together ("went" also finds "go"); the index stems the rest.
+- A word before "n't" is a negated auxiliary ("won't", "can't"): a stop word, never "won" as in "win".
 - Runs of CJK characters are matched as substrings (they have no spaces to split words on).
 """
 
@@ -26,6 +27,7 @@ _RUN = re.compile(rf"[{CJK_CHARS}]+|[^\W_{CJK_CHARS}]+")
 _CJK = re.compile(rf"[{CJK_CHARS}]")
 _CONNECTORS = set("-._/")
 _OPERATORS = {"AND", "OR", "NOT"}
+_NEGATION = re.compile(r"['\u2019]t\b", re.IGNORECASE)  # the "'t" of "won't", "don't" (straight or curly)
 _QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"'})
 
 
@@ -130,7 +132,7 @@ def _phrase_atoms(text: str) -> list[Atom]:
 
 def _token_atoms(raw: str) -> list[Atom]:
     """Atoms of one space-separated token: words, connector-joined compounds, CJK runs."""
-    runs = _runs(raw)
+    runs = [run for run in _runs(raw) if not _NEGATION.match(raw, run.end())]
     groups: list[list[re.Match]] = []
     for run in runs:
         joined = (

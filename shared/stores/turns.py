@@ -24,7 +24,7 @@ from shared.models.approvals import Approval, ApprovalStatus
 from shared.models.sessions import ChatSession
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.stores.sessions import add_turn_messages
-from shared.stores.turn_slots import lock_user, running_elsewhere, send_for_user, take_slots, users_waiting
+from shared.stores.turn_slots import as_turn, lock_user, running_elsewhere, send_for_user, take_slots, users_waiting
 
 ACTIVE = (TurnStatus.running.value, TurnStatus.awaiting_approval.value)
 
@@ -107,8 +107,13 @@ def add_turn(
     return next((t for t in sent if t.id == turn.id), turn), sent
 
 
-_INSERT_TURN = insert(Turn)
-_TURN_COLUMNS = tuple(column.key for column in Turn.__table__.columns)
+# Statements on every turn's path are built once, on the tables rather than the ORM entities: an ORM INSERT or
+# UPDATE (flush machinery, session synchronisation, the entity loaded back) costs several times what the
+# database takes to run it; a Core one hands the same values to the same column types.
+_TURNS = Turn.__table__
+_SESSIONS = ChatSession.__table__
+_INSERT_TURN = insert(_TURNS)
+_TURN_COLUMNS = tuple(column.key for column in _TURNS.columns)
 
 
 def lost_race(db: Database, user_id: str, idempotency_key: str | None, request_hash: str | None) -> Turn:
@@ -147,12 +152,11 @@ def _next_seq(s: Session, user_id: str, session_id: str) -> int:
     return seq
 
 
-# Built once (every accept runs it): building and cache-keying an UPDATE costs more CPU than SQLite running it.
 _NEXT_SEQ = (
-    update(ChatSession)
-    .where(ChatSession.id == bindparam("session"), ChatSession.user_id == bindparam("owner"))
-    .values(turn_count=ChatSession.turn_count + 1, updated_at=bindparam("now"))
-    .returning(ChatSession.turn_count)
+    update(_SESSIONS)
+    .where(_SESSIONS.c.id == bindparam("session"), _SESSIONS.c.user_id == bindparam("owner"))
+    .values(turn_count=_SESSIONS.c.turn_count + 1, updated_at=bindparam("now"))
+    .returning(_SESSIONS.c.turn_count)
 )
 
 
@@ -195,18 +199,17 @@ def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: flo
                 s.execute(update(Turn).where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
                           .values(enqueued_at=None))
                 return None
-        turn = s.scalars(_CLAIM, {"claimed": found.id, "claimer": worker_id, "now": utcnow()},
-                         execution_options={"synchronize_session": False}).one()
+        turn = as_turn(s.execute(_CLAIM, {"claimed": found.id, "claimer": worker_id, "now": utcnow()}).one())
         add_turn_messages(s, session_id, [{"role": "user", "content": turn.input, "turn_id": turn.id, "turn_position": 0}])
         return turn
 
 
 _CLAIM = (
-    update(Turn)
-    .where(Turn.id == bindparam("claimed"))  # names that are no column: an UPDATE reserves those
-    .values(status=TurnStatus.running.value, worker_id=bindparam("claimer"), attempts=Turn.attempts + 1,
-            heartbeat_at=bindparam("now"), started_at=func.coalesce(Turn.started_at, bindparam("now")))
-    .returning(Turn)
+    update(_TURNS)
+    .where(_TURNS.c.id == bindparam("claimed"))  # names that are no column: an UPDATE reserves those
+    .values(status=TurnStatus.running.value, worker_id=bindparam("claimer"), attempts=_TURNS.c.attempts + 1,
+            heartbeat_at=bindparam("now"), started_at=func.coalesce(_TURNS.c.started_at, bindparam("now")))
+    .returning(_TURNS)
 )
 
 # Built once (it runs twice per turn): building a statement costs more CPU than running it on SQLite.
@@ -284,10 +287,11 @@ def _finish_statement(columns: tuple[str, ...]):
 
     Its parameters are named after no column (`new_<column>`, `finished`, `finisher`): an UPDATE reserves those.
     """
-    return (update(Turn)
-            .where(Turn.id == bindparam("finished"), Turn.worker_id == bindparam("finisher"), Turn.status.in_(ACTIVE))
+    return (update(_TURNS)
+            .where(_TURNS.c.id == bindparam("finished"), _TURNS.c.worker_id == bindparam("finisher"),
+                   _TURNS.c.status.in_(ACTIVE))
             .values({column: bindparam(f"new_{column}") for column in columns})
-            .returning(Turn.session_id))
+            .returning(_TURNS.c.session_id))
 
 
 def request_cancel(db: Database, user_id: str, turn_id: str) -> Turn:

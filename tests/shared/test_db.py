@@ -84,3 +84,25 @@ def test_the_provenance_migration_gives_foreground_skills_to_their_user(tmp_data
     with database.read() as s:
         rows = dict(s.execute(text("SELECT name, origin FROM skills")).all())
     assert rows == {"fg": "user", "rv": "agent", "inst": "user", "bund": "bundled"}
+
+
+def test_a_pooled_postgres_connection_the_server_dropped_is_replaced_before_use(db, monkeypatch):
+    """Connections are pinged only after sitting idle (not before every transaction): one the server killed
+    while it sat in the pool is found dead by that ping and replaced, so the caller never sees the error."""
+    if db.is_sqlite:
+        pytest.skip("Postgres' pooled connections; SQLite opens a file, nothing can drop it")
+    import shared.db
+
+    pooled, other = Database(db.url), Database(db.url)
+    try:
+        with pooled.read() as s:  # its pool now holds this one connection
+            doomed = s.execute(text("SELECT pg_backend_pid()")).scalar()
+        with other.read() as s:
+            s.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": doomed})
+        monkeypatch.setattr(shared.db, "PING_IDLE_SECONDS", 0.0)  # as if it had sat idle for a while
+
+        with pooled.read() as s:
+            assert s.execute(text("SELECT pg_backend_pid()")).scalar() != doomed
+    finally:
+        pooled.dispose()
+        other.dispose()

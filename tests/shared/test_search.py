@@ -184,6 +184,15 @@ def test_a_verb_form_finds_its_irregular_forms(db, user):
     assert found(db, user.id, "Who was drawing?") == ["She drew a lighthouse at dusk."]
 
 
+def test_a_negation_is_not_a_verb_form(db, user):
+    """"won't" is "will not", never "won" as in "win": the team's victory is no hit for a quitting question."""
+    session = make_session(db, user.id)
+    said = ["We won the cup final last night!", "I told my coach I will never quit the team."]
+    sessions.append_messages(db, session.id, [{"role": "user", "content": c} for c in said])
+    assert found(db, user.id, "What did I tell my coach I won't do?") == [said[1]]
+    assert found(db, user.id, "Which final have we won?") == [said[0]]
+
+
 def test_a_word_said_more_often_ranks_higher_in_the_message_and_in_its_context(db, user):
     """Term frequencies count every occurrence, in the message (weight 1) and the one before it (0.5)."""
     for said in ("heron heron heron pond", "heron heron pond mill", "heron pond mill reed"):

@@ -32,6 +32,27 @@ def test_a_paraphrase_is_found_only_with_hybrid_search(db, user):
 
 
 @needs_extra
+def test_a_reply_is_found_by_what_its_question_meant(db, user):
+    """The reply shares no word and little meaning with the query; its question is close to it."""
+    asked = ["So how many years have you two been husband and wife?",
+             "Twelve summers now, and it still feels like yesterday!"]
+    store(db, user.id, asked)
+    store(db, user.id, ["My cousin's wedding is next spring in Lisbon."] + LINES)
+    hits = [h.content for h in search_messages(db, user.id, "How long has my sister been married?", hybrid=True)]
+    assert hits[:3] == [asked[0], asked[1], "My cousin's wedding is next spring in Lisbon."]
+
+
+@needs_extra
+def test_context_is_the_messages_before_in_the_same_session_only():
+    import numpy
+
+    scores = numpy.array([0.0, 1.0, 0.0, 0.0, 0.0], dtype="float32")
+    # ids out of order, two sessions: "a" holds 7, 9, 11 (in that order), "b" holds 8 and 10
+    shared = search_vectors._in_context(scores, [11, 7, 9, 8, 10], ["a", "a", "a", "b", "b"]).tolist()
+    assert shared == pytest.approx([0.2, 1.0, 0.5, 0.0, 0.0])
+
+
+@needs_extra
 def test_keyword_matches_still_rank_and_other_users_stay_invisible(db, user):
     store(db, user.id, LINES)
     other = make_user(db)

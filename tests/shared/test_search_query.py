@@ -33,6 +33,12 @@ def test_a_query_of_stop_words_only_keeps_them_rather_than_searching_nothing():
     assert words("the who") == [("the",), ("who",)]
 
 
+def test_a_negated_auxiliary_is_a_stop_word_straight_or_curly():
+    assert words("What did he say he won't do?") == words("What did he say he won’t do?") == [("said", "say"),]
+    assert words("who won't lose") == [("lose", "lost")]
+    assert words("who won") == [("win", "won")]
+
+
 def test_quoted_phrases_are_required_and_plain_words_are_alternatives():
     parsed = parse_query('"support group" caroline')
     assert [(t.atoms[0].text, t.required) for t in parsed.terms] == [("support group", True), ("caroline", False)]

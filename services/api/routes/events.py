@@ -61,7 +61,9 @@ async def open_event_stream(request: Request, db: Database, settings: Settings, 
     """The one SSE stream of a turn (the API's route and the console's): the owner's turn or 404, one of the
     key's stream slots or 429, then every event after `after` (a Last-Event-ID) to the terminal one."""
     after = parse_event_id(after) if after is not None else None
-    turn = await run_in_threadpool(turns.get_turn, db, user.id, turn_id)
+    turn = request.app.state.recent_turns.get(turn_id, user.id)  # just accepted here: no need to read it
+    if turn is None:
+        turn = await run_in_threadpool(turns.get_turn, db, user.id, turn_id)
     slots: StreamSlots = request.app.state.stream_slots
     slot = slots.acquire(stream_owner(settings, presented_key, user.id))
     if slot is None:

@@ -6,9 +6,10 @@ import logging
 
 import redis
 from fastapi import APIRouter, Response
+from starlette.concurrency import run_in_threadpool
 
 from services.api.accept import accept_turn, request_hash
-from services.api.deps import CurrentUser, DbDep, EnqueueDep, RedisDep, SettingsDep
+from services.api.deps import CurrentUser, DbDep, EnqueueDep, RecentTurnsDep, RedisDep, SettingsDep
 from services.api.headers import IdempotencyKey
 from services.api.schemas import error_responses
 from shared import cancels, events
@@ -26,19 +27,25 @@ router = APIRouter(tags=["turns"], responses=error_responses(401, 404))
     response_model=TurnPublic,
     responses=error_responses(409, 413, 422),
 )
-def create_turn(
+async def create_turn(
     session_id: str,
     body: TurnCreate,
     response: Response,
     db: DbDep,
     settings: SettingsDep,
     enqueue: EnqueueDep,
+    recent: RecentTurnsDep,
     user: CurrentUser,
     idempotency_key: IdempotencyKey,
 ) -> TurnPublic:
-    """Queue a turn; the same Idempotency-Key and body return the same turn, a different body is 409."""
+    """Queue a turn; the same Idempotency-Key and body return the same turn, a different body is 409.
+
+    Async, with only the accept in the threadpool: a sync route with a response model takes a second
+    threadpool hop just to validate what it returns.
+    """
     digest = request_hash(body.model_dump(), session_id) if idempotency_key else None
-    turn = accept_turn(
+    turn = await run_in_threadpool(
+        accept_turn,
         db,
         enqueue,
         settings,
@@ -48,14 +55,15 @@ def create_turn(
         idempotency_key=idempotency_key,
         body_hash=digest,
     )
+    recent.add(turn)
     response.headers["Location"] = f"/v1/turns/{turn.id}"
     return TurnPublic.of(turn)
 
 
 @router.get("/v1/turns/{turn_id}", response_model=TurnPublic)
-def read_turn(turn_id: str, db: DbDep, user: CurrentUser) -> TurnPublic:
+async def read_turn(turn_id: str, db: DbDep, user: CurrentUser) -> TurnPublic:
     """A turn's status, output, error and usage."""
-    return TurnPublic.of(turns.get_turn(db, user.id, turn_id))
+    return TurnPublic.of(await run_in_threadpool(turns.get_turn, db, user.id, turn_id))
 
 
 @router.post("/v1/turns/{turn_id}/cancel", status_code=202, response_model=TurnPublic, responses=error_responses(409))

@@ -58,6 +58,14 @@ def run_turn(runtime: Runtime, turn: Turn) -> None:
         session_id_var.reset(tokens[1])
 
 
+def own_rows(stored: list[Message], turn_id: str) -> list[Message]:
+    """The turn's rows: the transcript's tail (one turn of a session runs at a time, its rows after every other's)."""
+    start = len(stored)
+    while start > 0 and stored[start - 1].turn_id == turn_id:
+        start -= 1
+    return stored[start:]
+
+
 class TurnRun:
     """The state of one attempt at one turn."""
 
@@ -70,6 +78,8 @@ class TurnRun:
         self.position = 0
         self.partial: list[str] = []
         self.session: ChatSession | None = None
+        self.start: sessions.TurnStart | None = None  # what the turn read before its first call
+        self.start_after: int | None = None  # the newest message the transcript cache held then
         self.last_rows: list[dict[str, Any]] = []
         self.usage: dict[str, Any] = {
             "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0,
@@ -142,10 +152,14 @@ class TurnRun:
     def frozen_prompt(self) -> str:
         """The session's system prompt, built and frozen by the first turn that needs it.
 
-        Turn-start hooks (the recall search) begin first, so they run while the prompt is built and the
-        transcript loaded; a turn resumed with its context already stored never asks for their result.
+        One read brings the session, the transcript's newest messages and the latest compaction. Turn-start
+        hooks (the recall search) begin right after it, so they run while the prompt is built and the
+        history assembled; a turn resumed with its context already stored never asks for their result.
         """
-        session = sessions.get_session(self.rt.db, None, self.turn.session_id)
+        after = self.rt.transcripts.last_id(self.turn.session_id)
+        self.start = sessions.turn_start(self.rt.db, self.turn.session_id, after)
+        self.start_after = after
+        session = self.start.session
         if self.turn.attempts <= 1:
             turn_started(TurnContext(self.rt.settings, self.rt.db, self.rt.redis, session, self.turn))
         if session.system_prompt is None:
@@ -156,15 +170,20 @@ class TurnRun:
 
     def load_history(self) -> list[Message]:
         """Load the session's transcript; close a tool batch a stopped worker left open. Returns this turn's rows."""
-        stored = self.rt.transcripts.load(self.rt.db, self.turn.session_id)
-        mine = [m for m in stored if m.turn_id == self.turn.id]
+        session_id = self.turn.session_id
+        stored = self.rt.transcripts.extend(session_id, self.start_after, self.start.messages)
+        if stored is None:
+            stored = self.rt.transcripts.load(self.rt.db, session_id)
+        mine = own_rows(stored, self.turn.id)
         self.position = max(m.turn_position for m in mine) + 1
         self.add_turn_context(mine[0])
         open_calls = unanswered_calls(mine)
         if open_calls and self.resume_parked(open_calls):
-            stored = self.rt.transcripts.load(self.rt.db, self.turn.session_id)
-            mine, open_calls = [m for m in stored if m.turn_id == self.turn.id], []
-        self.messages = compress.working_history(self.rt.db, self.turn.session_id, stored)
+            stored = self.rt.transcripts.load(self.rt.db, session_id)
+            mine, open_calls = own_rows(stored, self.turn.id), []
+            self.messages = compress.working_history(self.rt.db, session_id, stored)
+        else:
+            self.messages = compress.assemble(stored, self.start.compaction, self.rt.transcripts.wire(session_id))
         if open_calls:
             log.warning("resuming turn: %d tool call(s) of the stopped worker have unknown effects", len(open_calls))
             rows = [{"role": "tool", "content": interrupted_result(call_name(c)), "tool_call_id": c["id"],

@@ -9,7 +9,11 @@ system prompt stays byte-identical (and cached) while a long-lived chat still le
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
 
 from shared.security.fences import neutralise
 from shared.security.scanner import scan
@@ -67,11 +71,57 @@ def snapshot_part(target: str):
     return part
 
 
+def file_stamp(path: Path) -> tuple[int, int, int] | None:
+    """What changes whenever the file's content can have changed: stores replace it (a new inode), a hand edit
+    moves its mtime or size; None when it does not exist."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+class QuietSessions:
+    """Sessions whose model was up to date with the memory files as they were (their stamps) at the last check.
+
+    While both files keep those stamps the model still has nothing to be told, whatever else happened (a
+    compaction records the files as they are; another turn of the session saw the same files), so the check
+    is two stats instead of reading both files and the session's snapshot rows on every turn. (On a filesystem
+    keeping whole-second mtimes, an edit in place that keeps the size within the second of the last check waits
+    for the next change to be told; the next session's prompt reads the files afresh.)
+    """
+
+    def __init__(self, kept: int = 4096) -> None:
+        self._kept = kept
+        self._stamps: OrderedDict[str, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def still_quiet(self, session_id: str, stamps: tuple) -> bool:
+        with self._lock:
+            return self._stamps.get(session_id) == stamps
+
+    def mark(self, session_id: str, stamps: tuple | None) -> None:
+        """Remember the stamps the model is up to date with, or (None) forget the session."""
+        with self._lock:
+            self._stamps.pop(session_id, None)
+            if stamps is not None:
+                self._stamps[session_id] = stamps
+                while len(self._stamps) > self._kept:
+                    self._stamps.popitem(last=False)
+
+
+QUIET = QuietSessions()
+
+
 def memory_update(ctx: TurnContext) -> str | None:
     """The `<memory-update>` note for this turn's user message, or None when the model is up to date."""
     store = MemoryStore.for_user(ctx.settings, ctx.session.user_id)
+    stamps = tuple(file_stamp(store.path(target)) for target in TARGETS)  # taken before the files are read
+    if QUIET.still_quiet(ctx.session.id, stamps):
+        return None
     live = {target: store.entries(target) for target in TARGETS}
     changed = memory_snapshots.changes_to_tell(ctx.db, ctx.session.id, ctx.turn.id, live)
+    QUIET.mark(ctx.session.id, None if changed else stamps)
     if not changed:
         return None
     sections = [changes_section(t, changed[t], live[t]) for t in TARGETS if t in changed]

@@ -92,16 +92,23 @@ def _second_opinion(ctx: ToolContext, store: MemoryStore, request: MemoryRequest
                        "Do not repeat it."}
 
 
+# What to save and what not to: the main agent's rules and the background review's, which reads them here (its
+# first request replays the parent's tools byte for byte, so these words come from the prompt cache; review/prompt.py).
 DESCRIPTION = (
     "Save durable information to persistent memory that survives across sessions; it appears in the system "
     "prompt of later sessions. Prefer one call with `operations` for several changes (all-or-nothing). "
     "What to save, most important first: the user's preferences, corrections and personal details; then facts "
     "about their environment; then conventions, tool quirks and lessons learned. Targets: 'user' is who the user "
-    "is (name, role, preferences, communication style); 'memory' is your notes on the environment, conventions, "
-    "tool quirks and lessons. Skip trivia, facts that are easy to find again, raw data dumps, task progress, logs "
-    "of finished work and TODO state; step-by-step procedures belong in skills. replace and remove find the entry "
-    "by `old_text`, a short substring that must match exactly one entry. When a store is full, the error lists "
-    "its entries: merge with replace or prune with remove, then retry in the same turn."
+    "is and how they want you to work (name, role, preferences, communication style); 'memory' is your notes on "
+    "their environment, projects, conventions, tool quirks and lessons. Save only what a message or tool result "
+    "showed, never a guess or an inference about the user. A one-off request is not a standing preference unless "
+    "the user said 'always', 'never' or 'from now on', or asked you to remember it. Write short declarative "
+    "facts ('User prefers British English'), not instructions to yourself. Skip trivia, facts that are easy to "
+    "find again, raw data dumps, task progress, logs of finished work and TODO state; step-by-step procedures "
+    "belong in skills. Never save transient errors, a missing binary or a claim that a tool does not work. "
+    "replace and remove find the entry by `old_text`, a short substring that must match exactly one entry; "
+    "replace a similar entry rather than add a near-duplicate. When a store is full, the error lists its "
+    "entries: merge with replace or prune with remove, then retry in the same turn."
 )
 _OPERATION = {
     "type": "object",

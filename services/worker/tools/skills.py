@@ -117,6 +117,9 @@ register(Tool(
     toolset="skills",
     guidance=(VIEW_GUIDANCE,),
 ))
+# The description says what to keep as a skill and what not to: the main agent's rules and the background
+# review's, which reads them here (its first request replays the parent's tools byte for byte, so these words come
+# from the prompt cache; review/prompt.py).
 register(Tool(
     name="skill_manage",
     description=(
@@ -126,7 +129,13 @@ register(Tool(
         "indentation may differ, but it must match once unless replace_all), delete (moves the skill to the "
         "archive; pinned skills stay), write_file "
         "(create or replace file_path with file_content), remove_file (delete file_path). Ask the user before "
-        "create or delete. Bundled skills are read-only."),
+        "create or delete. Bundled skills are read-only. Prefer, in order: (1) patch a skill that was loaded or "
+        "viewed in this conversation; (2) patch an existing umbrella skill for this class of task; (3) add a "
+        "support file (references/, templates/, scripts/) with a one-line pointer in SKILL.md; (4) only then "
+        "create one, never a near-duplicate. A skill is a class-level procedure named for a kind of task, never for "
+        "a ticket, an error or a one-off; user corrections about a kind of task belong in its skill. Load the exact "
+        "file with skill_view before you patch it. Never capture transient errors, missing binaries, unset "
+        "credentials or claims that a tool does not work; capture the fix of a solved setup problem."),
     parameters={"type": "object", "properties": {
         "action": {"type": "string", "enum": list(ACTIONS), "description": "What to do."},
         "name": _NAME,

@@ -10,7 +10,8 @@ import pytest
 from shared import events
 from shared.models.turns import TurnStatus
 from shared.stores import turns
-from tests.support.factories import make_session
+from tests.services.api.helpers import EnqueueRecorder
+from tests.support.factories import make_session, make_user
 from tests.support.live import serve_api
 
 TTL = 60
@@ -126,3 +127,35 @@ def test_an_idle_stream_sends_keepalive_comments_until_the_end(settings, redis_c
             events.publish(redis_client, turn.id, "turn.completed", {"output": "late", "usage": {}}, ttl_seconds=TTL)
             rest = list(lines)
     assert "event: turn.completed" in rest
+
+
+def test_a_turn_just_posted_streams_to_its_owner_and_is_not_found_for_anyone_else(client, db, redis_client, user):
+    """The stream of a turn this process just accepted opens without reading the row again: only for its owner."""
+    session = make_session(db, user.id)
+    posted = client.post(f"/v1/sessions/{session.id}/turns", headers=user.headers, json={"input": "mine"}).json()
+    stranger = make_user(db)
+
+    refused = client.get(f"/v1/turns/{posted['id']}/events", headers=stranger.headers)
+    with client.stream("GET", f"/v1/turns/{posted['id']}/events", headers=user.headers) as response:
+        ids = publish_run(redis_client, posted["id"])
+        frames = read_frames(response)
+
+    assert refused.status_code == 404 and refused.json()["error"]["code"] == "turn_not_found"
+    assert [f["id"] for f in frames] == ids
+
+
+def test_a_turn_just_posted_that_ends_without_publishing_its_end_still_ends_its_stream(settings, db, user):
+    """Its worker finished the row, then died before publishing: the idle stream reads the row and ends."""
+    from services.api.main import create_app
+
+    app = create_app(settings.model_copy(update={"sse_keepalive_seconds": 0.1}))
+    app.state.enqueue = EnqueueRecorder(db)
+    session = make_session(db, user.id)
+    with serve_api(app) as base, httpx.Client(base_url=base, headers=user.headers, timeout=10) as http:
+        posted = http.post(f"/v1/sessions/{session.id}/turns", json={"input": "finish quietly"}).json()
+        turns.claim_next(db, session.id, "test-worker", lease_seconds=30)
+        turns.finish_turn(db, posted["id"], "test-worker", TurnStatus.completed, output="Done.", usage={})
+        with http.stream("GET", f"/v1/turns/{posted['id']}/events") as response:
+            frames = [f for f in read_frames(response) if "event" in f]
+
+    assert [f["event"] for f in frames] == ["turn.completed"] and frames[0]["data"]["output"] == "Done."

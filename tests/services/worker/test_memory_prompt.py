@@ -146,3 +146,22 @@ def test_a_user_never_sees_another_users_memory_in_prompts_or_notes(db, settings
 
     sent = "".join(m["content"] or "" for r in model.requests for m in r.body["messages"])
     assert "heron" not in sent and "Other's second note" not in sent
+
+
+def test_a_hand_edit_of_the_same_length_between_two_turns_is_still_told(db, settings, user, model, make_runtime):
+    """Turns with nothing to tell skip re-reading the memory files while they are unchanged on disk; an edit in
+    place that keeps the file's size (same inode, same length) must still reach the next user message."""
+    remember(settings, user.id, "Editor: vim")
+    chat = make_session(db, user.id)
+    runtime = make_runtime()
+    run_turns(db, runtime, user.id, chat.id, "first", "second")  # the second found nothing to tell
+    path = MemoryStore.for_user(settings, user.id).path("memory")
+    with open(path, "r+", encoding="utf-8") as f:  # in place, as an editor saving over the file might
+        text_ = f.read()
+        f.seek(0)
+        f.write(text_.replace("vim", "vi!"))
+
+    run_turns(db, runtime, user.id, chat.id, "third")
+
+    assert model.requests[-1].body["messages"][-1]["content"].startswith("third\n\n<memory-update>\n")
+    assert "~ replaced: Editor: vim\n  with: Editor: vi!" in model.requests[-1].body["messages"][-1]["content"]

@@ -89,6 +89,9 @@ def test_the_reviews_first_request_starts_with_the_parents_last_request_byte_for
     parents = [canonical(m) for m in parent["messages"]]
     assert [canonical(m) for m in first["messages"][:len(parents)]] == parents
     assert len(first["messages"]) == len(parents) + 2  # then the parent's answer and the instruction
+    described = {t["function"]["name"]: t["function"]["description"] for t in first["tools"]}
+    assert "never a guess" in described["memory"] and "(1) patch a skill" in described["skill_manage"]
+    assert "the memory tool's description" in first["messages"][-1]["content"]  # the rules it reads are cached
     review = one_review(sent, db)  # the scripted provider read all the parent had sent from its prompt cache
     assert review.cached_tokens >= len(serialize(parent)) // 4 and review.cached_tokens < review.prompt_tokens
 
