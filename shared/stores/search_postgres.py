@@ -240,7 +240,7 @@ def _newest(s: Session, match: str, joins: str, where: str, params: dict, few: i
     """The user's `few` newest matches of `match`, a query on the message itself (every atom weighted A).
 
     The body index's estimate of the candidate documents decides. At most READ_ALL are read whole:
-    each is a heap page fetched at random and rechecked (~10 µs at 1M, the table eight times the shared
+    each is a heap page fetched at random and rechecked (~10 µs at 1M, the table seven times the shared
     buffers; 3,700 of them took 39 ms). Else the user's newest documents are walked, each tested (a
     page holds eight, read in order), as far as should find `few` if that is within WALK, else MIN_WALK
     only (to measure the user's share of the ids); the walk ends the search when it finds `few` or
