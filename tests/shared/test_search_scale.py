@@ -225,3 +225,24 @@ def test_sqlite_ranks_from_the_whole_index_only_for_a_scope_holding_most_of_it(b
             assert search_sqlite._top(s, Scope(most.id, None, None, ("user",)), 400) == 0
     finally:
         db.dispose()
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize("first_span", [1, 3, 10_000], ids=["windows-of-one", "windows-of-three", "one-window"])
+def test_sqlite_lists_the_newest_matches_window_by_window_within_the_whole_indexs_newest(db, monkeypatch,
+                                                                                          first_span):
+    """SQLite reads a newest listing's matches a window of rowids at a time (ascending within each); what it
+    lists is still the scope's newest among the whole index's newest WALK matches, wherever the windows fall."""
+    user, other = make_user(db), make_user(db)
+    mine, theirs = make_session(db, user.id), make_session(db, other.id)
+    for i in range(4):  # interleaved: user, other, user, other, ...
+        sessions.append_messages(db, mine.id, [{"role": "user", "content": f"the green heron, mine {i}"}])
+        sessions.append_messages(db, theirs.id, [{"role": "user", "content": f"the green heron, theirs {i}"}])
+    monkeypatch.setattr(search_sqlite, "OWN_MAX", 1)  # past the own-scope plan
+    monkeypatch.setattr(search_sqlite, "FIRST_SPAN", first_span)
+    monkeypatch.setattr(search_sqlite, "WALK", 5)  # the index's newest five: theirs 3, mine 3, theirs 2, mine 2, ...
+    assert [h.content for h in search_messages(db, user.id, '"green heron"', limit=10)] == [
+        "the green heron, mine 3", "the green heron, mine 2"]
+    monkeypatch.setattr(search_sqlite, "WALK", 10_000)
+    assert [h.content for h in search_messages(db, user.id, '"green heron"', limit=3)] == [
+        f"the green heron, mine {i}" for i in (3, 2, 1)]
