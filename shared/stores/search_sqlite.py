@@ -45,7 +45,7 @@ kept AS (SELECT t.rowid, t.score FROM top AS t {_FROM.format(t='t')} WHERE {{whe
 SELECT k.rowid, k.score, c.c3, c.c4, e.seen, e.lowest
 FROM kept AS k JOIN {CONTENT} AS c ON c.id = k.rowid CROSS JOIN edge AS e
 """)
-FIRST_SPAN = 2_000  # rowids in the first window a newest listing reads (see _newest)
+FIRST_SPAN = 250  # rowids in the first window a newest listing reads (see _newest)
 WIDER = 4  # each next window this many times wider
 # A window's matches in FTS5's order: how many, and those in the scope (one pass, each joined once).
 _WINDOW_MATCHES = (f"SELECT count(*), group_concat(CASE WHEN mine THEN rowid END) FROM ("
