@@ -2,15 +2,19 @@
 
     python -m bench.search [--sizes 10000,100000,1000000] [--databases sqlite,postgres] [--queries 100]
     python -m bench.search --messages 100000 --postgres        # one size, one database
+    python -m bench.search --keep /tmp/search-1m               # keep the databases; the next run reuses them
 
 Synthetic chat: words drawn from a Zipf-distributed vocabulary (so a few words are everywhere and
 most are rare, as in real text), sessions of 100 messages. One "heavy" user owns 90% of the
 messages (the worst case for one user's search) and nine light users share the rest. One database
 per backend grows through the sizes: each step bulk-stores the messages that take it to the next
 size through `sessions.bulk_insert_messages` (search index maintained on every row), then times
-every query kind for both users. Query kinds: single words, quoted phrases, natural questions,
-and words that match nothing. Prints a p50/p95 table per size and, for the largest size, every p95
-and the ingest rates as figures against their targets; asserts nothing.
+every query kind for both users. With `--keep DIR` the databases outlive the run (bench/search_keep.py):
+a later run with the same DIR measures the sizes already stored without storing them again (their
+ingest rate is the one recorded when they were grown) and grows only past them. Query kinds: single
+words, quoted phrases, natural questions, and words that match nothing. Prints a p50/p95 table per
+size and, for the largest size, every p95 and the ingest rates as figures against their targets;
+asserts nothing. `bench.search_profile` times a kept database's statements one query kind at a time.
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from pathlib import Path
+
 from bench.locomo import database
 from bench.report import figure, summary
+from bench.search_keep import load_state, open_kept, save_state
 from shared.stores import sessions, users
 from shared.stores.search import search_messages
 
@@ -81,8 +88,28 @@ class History:
     sessions: int = 0
     samples: list[str] = field(default_factory=list)
 
+    rates: dict[int, float] = field(default_factory=dict)  # ingest rate of the step that reached each size
+
     def owner(self, n: int) -> str:
         return self.heavy if n % 10 < 9 else self.light[(n // 10) % len(self.light)]
+
+    def state(self, corpus: Corpus) -> dict:
+        """All of it as JSON-ready values, with the corpus generator's state (see bench/search_keep.py)."""
+        return {"heavy": self.heavy, "light": self.light, "stored": self.stored, "sessions": self.sessions,
+                "samples": self.samples, "rates": {str(k): v for k, v in self.rates.items()},
+                "rng": _jsonable(corpus.rng.getstate())}
+
+
+def restored(state: dict, corpus: Corpus) -> History:
+    """The History saved by `History.state`; `corpus` continues where that run's generator stopped."""
+    version, internal, gauss = state["rng"]
+    corpus.rng.setstate((version, tuple(internal), gauss))
+    return History(state["heavy"], state["light"], state["stored"], state["sessions"], state["samples"],
+                   {int(k): v for k, v in state["rates"].items()})
+
+
+def _jsonable(value):
+    return [_jsonable(v) for v in value] if isinstance(value, tuple) else value
 
 
 def new_history(db) -> History:
@@ -143,16 +170,25 @@ def measure(db, user_id: str, kinds: dict[str, list[str]]) -> dict[str, tuple[fl
     return out
 
 
-def run(backend: str, sizes: list[int], n_queries: int) -> list[tuple[int, float, dict]]:
+def run(backend: str, sizes: list[int], n_queries: int, keep: Path | None = None) -> list[tuple[int, float, dict]]:
     """Grow one database through `sizes`; per size: the ingest rate of that step and the timings."""
     corpus = Corpus()
-    db, close = database(backend == "postgres")
+    postgres = backend == "postgres"
+    db, close = open_kept(keep, postgres) if keep else database(postgres)
+    state = load_state(keep, backend) if keep else None
     rows = []
     try:
-        history = new_history(db)
+        history = restored(state, corpus) if state else new_history(db)
         for size in sizes:
             started = time.perf_counter()
-            rate = grow(db, corpus, history, size)
+            if size < history.stored:
+                print(f"{backend} {size:,}: skipped, the kept history already holds {history.stored:,}", flush=True)
+                continue
+            if size > history.stored:
+                history.rates[size] = grow(db, corpus, history, size)
+                if keep:
+                    save_state(keep, backend, history.state(corpus))
+            rate = history.rates.get(size, 0.0)
             grown = time.perf_counter() - started
             kinds = queries(corpus, history.samples, n_queries)
             timings = {who: measure(db, uid, kinds) for who, uid in (("heavy", history.heavy),
@@ -204,13 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--databases", default="sqlite,postgres", help="sqlite, postgres or both")
     parser.add_argument("--postgres", action="store_true", help="Postgres only (same as --databases postgres)")
     parser.add_argument("--queries", type=int, default=100, help="queries per kind")
+    parser.add_argument("--keep", type=Path, help="keep the databases in (and reuse them from) this folder")
     args = parser.parse_args(argv)
     sizes = [args.messages] if args.messages else sorted(int(s) for s in args.sizes.split(","))
     backends = ["postgres"] if args.postgres else [b.strip() for b in args.databases.split(",") if b.strip()]
     results = {}
     for backend in backends:
         started = time.perf_counter()
-        results[backend] = run(backend, sizes, args.queries)
+        results[backend] = run(backend, sizes, args.queries, args.keep)
         print(f"{backend}: {time.perf_counter() - started:,.0f} s for the whole run", flush=True)
     for backend, rows in results.items():
         table(backend, rows)

@@ -24,6 +24,10 @@ from shared.writer_lock import WriterLock, writer_lock_for
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 PING_IDLE_SECONDS = 2.0  # a pooled Postgres connection idle this long is pinged before it is handed out
+# Reads map the file instead of copying each page through a 2 MB page cache: at 1M messages (a 1.2 GB
+# file) a search's random b-tree lookups cost a third less CPU (bench/README "Search at scale").
+# SQLite caps it at its compile-time maximum (2 GB); it is address space, not memory.
+SQLITE_MMAP_BYTES = 1 << 32
 
 
 class Database:
@@ -115,6 +119,7 @@ def _sqlite_on_connect(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
     cursor.close()
 
 

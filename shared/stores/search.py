@@ -22,13 +22,14 @@ columns do: see search_vectors) and ranks by keyword score (scaled to the best) 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import ARRAY, Integer, bindparam, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
@@ -225,15 +226,23 @@ def _messages(s: Session, ids: list[int], scope: Scope) -> dict[int, Message]:
     """The rows among `ids` the scope allows, looked up by primary key and checked here.
 
     Plain rows of the columns a hit needs, not ORM objects: building hundreds of Message instances
-    per search cost more than the search itself."""
+    per search cost more than the search itself. The ids travel as one parameter, so the statement
+    is prepared once (an IN list of ~400 placeholders was compiled afresh each search: 3.1 -> 1.6 ms)."""
     if not ids:
         return {}
-    query = (select(Message.id, Message.session_id, Message.role, Message.content, Message.created_at,
-                    ChatSession.user_id).join(ChatSession, ChatSession.id == Message.session_id))
-    rows = s.connection().execute(query.where(Message.id.in_(ids))).all()
+    sqlite = s.get_bind().dialect.name == "sqlite"
+    rows = s.connection().execute(_BY_IDS_SQLITE if sqlite else _BY_IDS_POSTGRES,
+                                  {"ids": json.dumps(ids) if sqlite else ids}).all()
     return {
         m.id: m for m in rows
         if m.user_id == scope.user_id and m.role in scope.roles
         and (scope.session_id is None or m.session_id == scope.session_id)
         and (scope.exclude_session_id is None or m.session_id != scope.exclude_session_id)
     }
+
+
+_HIT_COLUMNS = (select(Message.id, Message.session_id, Message.role, Message.content, Message.created_at,
+                       ChatSession.user_id).join(ChatSession, ChatSession.id == Message.session_id))
+_BY_IDS_SQLITE = _HIT_COLUMNS.where(Message.id.in_(
+    select(func.json_each(bindparam("ids")).table_valued("value").c.value)))
+_BY_IDS_POSTGRES = _HIT_COLUMNS.where(Message.id == func.any(bindparam("ids", type_=ARRAY(Integer))))

@@ -91,13 +91,17 @@ def _own_is_cheaper(parsed: ParsedQuery, backend: Backend, size: int) -> bool:
 
 
 def _rarest(terms: tuple[Term, ...], backend: Backend) -> tuple[Term, ...]:
-    """The rarest terms, as optional ones, whose rows together stay under the budget."""
+    """The rarest terms, as optional ones, whose rows together stay under the budget. A term no row
+    holds adds nothing to any score and is left out: the backend would still evaluate it for every row
+    ranked (SQLite: a question's "remember" or "go|gone|went", 15% of ranking 2,000 rows at 1M)."""
     counted = sorted((backend.count(ParsedQuery((Term(t.atoms),)), backend.budget), i)
                      for i, t in enumerate(terms))
     chosen, rows = [], 0
     for count, i in counted:
         if rows + count >= backend.budget:
             break
+        if not count:
+            continue
         chosen.append(Term(terms[i].atoms))
         rows += count
     return tuple(chosen)

@@ -5,10 +5,12 @@ keeps them to a thousand), with the columns ranking needs, then keeps the user's
 beside each document (migration 0016): left to itself the planner may walk a heavy user's every
 message instead. Term frequencies come from ts_rank by weight class, not by unnesting each
 tsvector (see _TF_RANKED): ranking 2,500 documents at 1M messages took 94 ms unnested, 31 ms so.
-Listing the newest matches of a common term walks the user's index entries newest first and tests
-each document, stopping at the limit: a bitmap over every match of a word found in half the
-history would cost time in proportion to the whole database. The walk is bounded; a rarer term
-(or one this user seldom uses) is found through the GIN index.
+Listing the newest matches (of the message itself: a phrase, required words) finds candidates
+through a second GIN index of each message's own words (migration 0019): a rare match is read whole;
+a common one walks the user's index entries newest first and tests each document, stopping at the
+limit (a bitmap over every match of a word found in half the history would cost time in proportion
+to the whole database); when the bounded walk finds too few, the body index is read below it a
+window of ids at a time, so a phrase of two common words never rechecks every document holding both.
 
 A user whose scope is at most OWN_MAX documents is searched on their own documents only, walked
 through the (user_id, message_id) index and each tested: the GIN index would hand over every other
@@ -21,6 +23,7 @@ occurrence as 1, 0.5 or 0.2 by weight, the way FTS5's column weights do on SQLit
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from sqlalchemy import text
@@ -40,7 +43,10 @@ OWN_MAX = 500  # a larger scope takes the whole-index plan (a 2,000-message user
 SURELY_COMMON = 3  # an estimate this many times the cap is trusted without counting (see _count)
 TRUSTED_ESTIMATE = 9_000  # and at least this: the planner guesses 3,169 at 1M for a lexeme it keeps no statistics on
 WALK = 20_000  # a user's newest documents tested one by one, at most, when listing a common term's matches
-RARE = 200  # a match read whole from the GIN index when it has fewer documents than this (see _newest)
+READ_ALL = 1_000  # candidate documents (the body index's estimate) a newest listing reads whole, at most
+MIN_WALK = 2_000  # documents walked at least before the body index is read in windows (see _newest)
+PHRASE_SHARE = 0.05  # candidates holding a phrase's words that hold the phrase (a quoted pair at 1M: 4.9%)
+WIDER = 4  # each next window of ids this many times wider (see _windows)
 
 # Every match in the database, through the GIN index, with what ranking needs (read once, never
 # fetched again by id); the user's are kept after.
@@ -105,26 +111,41 @@ _TF_RANKED = f"""
     WHERE r.a > 0 OR r.b > 0 OR r.c > 0"""
 ONCE = 1 / 1.64493406685  # ts_rank of one occurrence (its normalising constant is pi^2/6)
 REPEATED = ONCE * (1 + 5e-7)  # above any rounding of ONCE, below ONCE * (1 + 1/770^2)
-# Through the GIN index: the matches in the database (no more than :cap; NULL: all), the user's kept,
-# then their newest, and how many matches were read (fewer than :cap: every one). Both steps
-# materialized: under the LIMIT the planner once walked every message_search row backwards by primary
-# key to merge them with a match it thought common (9 real matches, 1,202 estimated: 600 ms at 1M).
-_NEWEST_MATCHED = """
+# The message's own words (weight A), as ix_message_search_body indexes them (migration 0019). A
+# newest-first listing matches on the message itself only, so it finds candidates there: a phrase of
+# two common words through the whole document rechecked five times as many documents.
+BODY = "ts_filter(document, '{a}')"
+# Through the body index: the user's matches (with ids in [:low, :high) when a `window` is given; the
+# planner may intersect the GIN index with the (user_id, message_id) one), those in the scope, their
+# newest, and how many were read. Both steps materialized: under the LIMIT the planner once walked
+# every message_search row backwards by primary key to merge them with a match it thought common (9
+# real matches, 1,202 estimated: 600 ms at 1M).
+_NEWEST_MATCHED = f"""
 WITH matched AS MATERIALIZED (
     SELECT message_id, prev_id, prev2_id, user_id FROM message_search
-    WHERE document @@ to_tsquery('english', :match) LIMIT :cap),
+    WHERE {BODY.replace("{", "{{").replace("}", "}}")} @@ to_tsquery('english', :match)
+      AND user_id = :scope_user {{window}}),
 scoped AS MATERIALIZED (
-    SELECT ms.message_id, ms.prev_id, ms.prev2_id FROM matched AS ms {joins} WHERE {where})
+    SELECT ms.message_id, ms.prev_id, ms.prev2_id FROM matched AS ms {{joins}} WHERE {{where}})
 SELECT (SELECT count(*) FROM matched), n.message_id, n.prev_id, n.prev2_id
 FROM (SELECT 1) AS one LEFT JOIN LATERAL (
     SELECT message_id, prev_id, prev2_id FROM scoped ORDER BY message_id DESC LIMIT :few) AS n ON true
 """
-# Through the (user_id, message_id) index, newest first: `IS TRUE` keeps the planner off the GIN index.
+_WINDOW = "AND message_id >= :low AND message_id < :high"
+# Through the (user_id, message_id) index, newest first, each document tested (in the select list: off
+# the GIN index), stopping at :few matches or :walk documents. The last document walked comes back
+# too, flagged, when the walk ends short of :few: its id is where a further search continues, `whole`
+# says the scope had no more, and `top` (the user's newest) with :walk gives the scope's share of ids.
+# (first_value() for the newest walked made the window read and spool the user's every document.)
 _NEWEST_WALKED = """
-SELECT message_id, prev_id, prev2_id FROM (
-    SELECT ms.message_id, ms.prev_id, ms.prev2_id, ms.document FROM message_search AS ms {joins}
-    WHERE {where} ORDER BY ms.message_id DESC LIMIT :walk) AS recent
-WHERE (document @@ to_tsquery('english', :match)) IS TRUE
+SELECT message_id, prev_id, prev2_id, hit, whole, top FROM (
+    SELECT ms.message_id, ms.prev_id, ms.prev2_id, (ms.document @@ to_tsquery('english', :match)) IS TRUE AS hit,
+           lead(ms.message_id) OVER newest IS NULL AS whole, row_number() OVER newest = :walk AS ends,
+           (SELECT max(t.message_id) FROM message_search AS t WHERE t.user_id = :scope_user) AS top
+    FROM message_search AS ms {joins} WHERE {where}
+    WINDOW newest AS (ORDER BY ms.message_id DESC)
+    ORDER BY ms.message_id DESC LIMIT :walk) AS recent
+WHERE hit OR whole OR ends
 ORDER BY message_id DESC LIMIT :few
 """
 
@@ -140,7 +161,7 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
     found = budgeted(parsed, Backend(
         count=lambda q, cap: _count(s, tsquery_match(q), cap),
         ranked=lambda q: _ranked(s, q, joins, where, params, pool),
-        newest=lambda q, own: _newest(s, tsquery_match(q, body_only=own), joins, where, params, few),
+        newest=lambda q, own: _newest(s, tsquery_match(q, body_only=own), joins, where, params, few, _phrased(q)),
         budget=BUDGET,
         scope_size=lambda cap: scope.size(s, cap),
         own=lambda q, newest: (_own_newest(s, tsquery_match(q), joins, where, params, few) if newest
@@ -151,15 +172,18 @@ def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: in
     return list(found.values())
 
 
+def _phrased(parsed: ParsedQuery) -> bool:
+    """Whether a term is a phrase (words, or CJK characters, in order)."""
+    return any(atom.cjk or len(atom.words) > 1 for term in parsed.terms for atom in term.atoms)
+
+
 def _own_matched(scope: Scope) -> str:
     return _OWN_MATCHED if scope.session_id is None else _SESSION_MATCHED
 
 
 def _own_newest(s: Session, match: str, joins: str, where: str, params: dict, few: int) -> dict[int, Candidate]:
     """A small scope's `few` newest matches: its every document (fewer than BUDGET) tested, newest first."""
-    rows = s.execute(text(_NEWEST_WALKED.format(joins=joins, where=where)),
-                     {**params, "match": match, "few": few, "walk": BUDGET}).all()
-    return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows}
+    return _walked(s, match, joins, where, params, few, BUDGET).found
 
 
 def _count(s: Session, match: str, cap: int) -> int:
@@ -182,10 +206,10 @@ def _surely_common(s: Session, match: str, cap: int) -> bool:
     return _estimated(s, match) >= max(SURELY_COMMON * cap, TRUSTED_ESTIMATE)
 
 
-def _estimated(s: Session, match: str) -> float:
-    """The planner's estimate of the documents matching (no scan: planning only, ~0.3 ms)."""
+def _estimated(s: Session, match: str, vector: str = "document") -> float:
+    """The planner's estimate of the documents whose `vector` matches (no scan: planning only, ~0.3 ms)."""
     plan = s.execute(text(
-        "EXPLAIN (FORMAT JSON) SELECT 1 FROM message_search WHERE document @@ to_tsquery('english', :match)"
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM message_search WHERE {vector} @@ to_tsquery('english', :match)"
     ), {"match": match}).scalar()
     return float(plan[0]["Plan"]["Plan Rows"])
 
@@ -211,32 +235,79 @@ def _lexeme_query(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _newest(s: Session, match: str, joins: str, where: str, params: dict, few: int) -> dict[int, Candidate]:
-    """The user's `few` newest matches: through the GIN index when the match is rare (under RARE
-    documents, found by reading them: a separate count rechecked a phrase's every candidate document
-    twice), else by a bounded walk of the user's newest documents, and when that finds too few,
-    through the GIN index after all. Reading up to BUDGET matches first cost up to 61 ms at 100k
-    messages (a body-only match rechecks every document holding the word in its context too)."""
-    if not _surely_common(s, match, RARE):
-        read, rows = _gin_newest(s, match, joins, where, params, few, RARE)
-        if read < RARE:
-            return rows
-    walked = s.execute(text(_NEWEST_WALKED.format(joins=joins, where=where)),
-                       {**params, "match": match, "few": few, "walk": WALK}).all()
-    if len(walked) >= few:
-        return {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in walked}
-    return _gin_newest(s, match, joins, where, params, few, None)[1]
+def _newest(s: Session, match: str, joins: str, where: str, params: dict, few: int,
+            phrase: bool) -> dict[int, Candidate]:
+    """The user's `few` newest matches of `match`, a query on the message itself (every atom weighted A).
+
+    The body index's estimate of the candidate documents decides. At most READ_ALL are read whole:
+    each is a heap page fetched at random and rechecked (~10 µs at 1M, the table seven times the shared
+    buffers; 3,700 of them took 39 ms). Else the user's newest documents are walked, each tested (a
+    page holds eight, read in order), as far as should find `few` if that is within WALK, else MIN_WALK
+    only (to measure the user's share of the ids); the walk ends the search when it finds `few` or
+    walks the whole scope (a light user's whole history was walked, then read again through the GIN
+    index). When it finds too few, the body index is read below where it stopped, a window of ids at a
+    time (see _windows). A phrase's candidates hold its words, not always side by side (PHRASE_SHARE)."""
+    estimate = _estimated(s, match, BODY)
+    if estimate <= READ_ALL:
+        return _gin_newest(s, match, joins, where, params, few, None)[1]
+    per_document = estimate / max(_total(s), 1) * (PHRASE_SHARE if phrase else 1.0)  # matches expected
+    needed = 2 * few / per_document  # documents a walk should cross to find `few`
+    walk = _walked(s, match, joins, where, params, few, max(MIN_WALK, int(needed)) if needed <= WALK else MIN_WALK)
+    if len(walk.found) >= few or walk.whole or walk.floor is None:
+        return walk.found
+    return _windows(s, match, joins, where, params, few, walk, per_document)
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """A walk's matches, the id it stopped at (None: it found `few`), whether the scope ended there,
+    and the scope's share of the ids it walked."""
+
+    found: dict[int, Candidate]
+    floor: int | None
+    whole: bool
+    share: float
+
+
+def _walked(s: Session, match: str, joins: str, where: str, params: dict, few: int, walk: int) -> _Walk:
+    rows = s.execute(text(_NEWEST_WALKED.format(joins=joins, where=where)),
+                     {**params, "match": match, "few": few, "walk": walk}).all()
+    found = {r[0]: Candidate(r[0], 0.0, r[1], r[2]) for r in rows if r[3]}
+    if not rows or len(found) >= few:  # no rows at all: an empty scope
+        return _Walk(found, None, not rows, 1.0)
+    last = rows[-1]
+    return _Walk(found, last[0], bool(last[4]), min(1.0, walk / max(1, last[5] - last[0] + 1)))
+
+
+def _windows(s: Session, match: str, joins: str, where: str, params: dict, few: int, walk: _Walk,
+             per_document: float) -> dict[int, Candidate]:
+    """The walk's matches and the newest below it, through the body index a window of ids at a time.
+
+    A window is sized to hold twice the matches still wanted, at the matches expected per document
+    times the user's share of the ids the walk crossed; each next one is four times wider, the last
+    reaches the oldest id. The index hands over a window's candidates intersected with the user's
+    (user_id, message_id) range, so only those are fetched and rechecked: reading every candidate below
+    the walk instead rechecked 117,684 documents for a phrase of two common words (258 ms at 1M)."""
+    found = dict(walk.found)
+    span = max(int(2 * (few - len(found)) / max(per_document * walk.share, 1e-9)), few)
+    high = walk.floor
+    while len(found) < few and high > 0:
+        low = max(0, high - span)
+        found.update(_gin_newest(s, match, joins, where, params, few - len(found), {"low": low, "high": high})[1])
+        high, span = low, span * WIDER
+    return found
 
 
 def _gin_newest(s: Session, match: str, joins: str, where: str, params: dict, few: int,
-                cap: int | None) -> tuple[int, dict[int, Candidate]]:
-    """How many matches the GIN index gave (no more than `cap`), and the user's `few` newest of them.
+                window: dict | None) -> tuple[int, dict[int, Candidate]]:
+    """How many of the user's documents the body index matched (in the `window` of ids, if given), and
+    the `few` newest of them in the scope.
 
     Sequential scans are off for the statement: under the LIMIT the planner trusted its estimate (2,080
     matches) and scanned the table for 200 of them, reading 55,531 rows (62 ms at 100k messages)."""
+    sql = _NEWEST_MATCHED.format(joins=joins, where=where, window=_WINDOW if window else "")
     s.execute(text("SET LOCAL enable_seqscan = off"))
-    rows = s.execute(text(_NEWEST_MATCHED.format(joins=joins, where=where)),
-                     {**params, "match": match, "few": few, "cap": cap}).all()
+    rows = s.execute(text(sql), {**params, **(window or {}), "match": match, "few": few}).all()
     s.execute(text("SET LOCAL enable_seqscan = on"))
     return rows[0][0], {r[1]: Candidate(r[1], 0.0, r[2], r[3]) for r in rows if r[1] is not None}
 
@@ -258,10 +329,10 @@ def _lexemes(s: Session, parsed: ParsedQuery) -> tuple[list[str], list[str]]:
 
 
 def _total(s: Session) -> int:
-    """How many messages are indexed: the planner's and the statistics' estimates, or a count while small."""
+    """How many messages are indexed: the planner's and the statistics' estimates, or a count while small.
+    (Through pg_stat_get_live_tuples: the pg_stat_user_tables view read every table's statistics, ~1 ms.)"""
     estimate = s.execute(text(
-        "SELECT greatest(c.reltuples, coalesce(st.n_live_tup, 0)) FROM pg_class AS c "
-        "LEFT JOIN pg_stat_user_tables AS st ON st.relid = c.oid WHERE c.relname = 'message_search'"
+        "SELECT greatest(reltuples, pg_stat_get_live_tuples(oid)) FROM pg_class WHERE oid = 'message_search'::regclass"
     )).scalar() or 0
     if estimate >= SMALL_TABLE:
         return int(estimate)

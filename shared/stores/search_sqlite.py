@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from collections import defaultdict
@@ -14,23 +15,47 @@ from sqlmodel import Session
 from shared.models.sessions import Message
 from shared.stores.search_budget import Backend, Found, budgeted
 from shared.stores.search_query import ParsedQuery, Term, fts5_match, fts5_term
-from shared.stores.search_scope import Candidate, Scope
+from shared.stores.search_scope import INDEXED_ROLES, Candidate, Scope
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # as migration 0003 built messages_fts
 BODY = "body"
 ALL_COLUMNS = "{body prev prev2}"
 WEIGHTS = "1.0, 0.5, 0.2"  # the message, the one before it, the one before that (measured on LoCoMo)
 TRIGRAM_CHARS = 3
-BUDGET = 3000  # matching rows FTS5 ranks per query at most (see search_budget)
+BUDGET = 2000  # matching rows FTS5 ranks per query at most (see search_budget; 3000 until the 1M round)
 OWN_ROW_COST = 12  # a scope row loaded and indexed afresh ≈ 13 µs, a match ranked by messages_fts ≈ 1.1 µs
 WALK = 10_000  # the whole index's newest matches a newest-first listing looks through, at most
 OWN_MAX = 500  # scope rows indexed afresh at most (≈ 7 ms); a larger scope takes the whole-index plan
 _FROM = "JOIN messages AS m ON m.id = {t}.rowid JOIN sessions AS s ON s.id = m.session_id"
-# The context ids of a statement's (rowid, score) rows: read from FTS5's content (a row of three
-# texts) only for the rows kept, not for every match ranked or walked (~2 µs a match: 5 of 13 ms
-# ranking 2,500 matches at 1M).
-_WITH_CONTEXT = ("SELECT r.rowid, r.score, f.prev_id, f.prev2_id FROM ({kept}) AS r "
-                 "JOIN messages_fts AS f ON f.rowid = r.rowid")
+# FTS5 keeps a row's columns in its content table, `messages_fts_content` (id = rowid, c0..c4 = body,
+# prev, prev2, prev_id, prev2_id: the file format's layout). Read there by primary key, not through
+# the virtual table, which loads the whole row for any column: 400 rows' context ids 1.3-2.6 ms that
+# way, 0.5-0.7 ms this way (1M messages).
+CONTENT = "messages_fts_content"
+# The context ids of a statement's (rowid, score) rows, only for the rows kept, not for every match
+# ranked or walked (~2 µs a match: 5 of 13 ms ranking 2,500 matches at 1M).
+_WITH_CONTEXT = (f"SELECT r.rowid, r.score, c.c3, c.c4 FROM ({{kept}}) AS r JOIN {CONTENT} AS c ON c.id = r.rowid")
+TOP_MARGIN = 1.3  # a scope holding most of the index is ranked from the index's best pool / share x 1.3 first
+_TOP = (f"""
+WITH top AS MATERIALIZED (
+    SELECT f.rowid AS rowid, -bm25(messages_fts, {WEIGHTS}) AS score FROM messages_fts AS f
+    WHERE messages_fts MATCH :match ORDER BY score DESC LIMIT :top),
+edge AS (SELECT count(*) AS seen, min(score) AS lowest FROM top),
+kept AS (SELECT t.rowid, t.score FROM top AS t {_FROM.format(t='t')} WHERE {{where}} ORDER BY t.score DESC LIMIT :pool)
+SELECT k.rowid, k.score, c.c3, c.c4, e.seen, e.lowest
+FROM kept AS k JOIN {CONTENT} AS c ON c.id = k.rowid CROSS JOIN edge AS e
+""")
+FIRST_SPAN = 250  # rowids in the first window a newest listing reads (see _newest)
+WIDER = 4  # each next window this many times wider
+# A window's matches in FTS5's order: how many, and those in the scope (one pass, each joined once).
+_WINDOW_MATCHES = (f"SELECT count(*), group_concat(CASE WHEN mine THEN rowid END) FROM ("
+                   f"SELECT f.rowid AS rowid, ({{where}}) AS mine FROM messages_fts AS f {_FROM.format(t='f')} "
+                   "WHERE messages_fts MATCH :match AND f.rowid >= :low AND f.rowid < :high)")
+# The scope's newest among a window's newest :walk matches: FTS5 hands them newest first to a co-routine
+# that stops at :limit of the scope's.
+_WINDOW_NEWEST = (f"SELECT rowid FROM (SELECT f.rowid AS rowid, ({{where}}) AS mine "
+                  f"FROM messages_fts AS f {_FROM.format(t='f')} WHERE messages_fts MATCH :match "
+                  "AND f.rowid >= :low AND f.rowid < :high ORDER BY f.rowid DESC LIMIT :walk) WHERE mine LIMIT :limit")
 _SCRATCH = ("CREATE VIRTUAL TABLE own USING fts5(body, prev, prev2, prev_id UNINDEXED, prev2_id UNINDEXED, "
             f"tokenize = '{TOKENIZER}')")
 
@@ -62,7 +87,7 @@ def _latin(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -
     latin = ParsedQuery(tuple(t for t in parsed.terms if not t.cjk), tuple(t for t in parsed.excluded if not t.cjk))
     return budgeted(latin, Backend(
         count=lambda q, cap: _count(s, fts5_match(q, BODY, ALL_COLUMNS), cap),
-        ranked=lambda q: _ranked(s, fts5_match(q, BODY, ALL_COLUMNS), where, params, pool),
+        ranked=lambda q: _ranked(s, fts5_match(q, BODY, ALL_COLUMNS), where, params, pool, _top(s, scope, pool)),
         newest=lambda q, own: _newest(s, fts5_match(q, BODY, BODY if own else ALL_COLUMNS), where, params, few),
         budget=BUDGET,
         scope_size=lambda cap: scope.size(s, cap),
@@ -80,8 +105,7 @@ def _own(s: Session, parsed: ParsedQuery, scope: Scope, limit: int, newest: bool
     the big one's columns, tokenizer and weights; its BM25 statistics are the user's own."""
     members, params = scope.members()
     rows = s.execute(text(
-        "SELECT f.rowid, f.body, f.prev, f.prev2, f.prev_id, f.prev2_id FROM messages_fts AS f "
-        f"WHERE f.rowid IN ({members})"
+        f"SELECT c.id, c.c0, c.c1, c.c2, c.c3, c.c4 FROM {CONTENT} AS c WHERE c.id IN ({members})"
     ), params).all()
     if not rows:
         return {}
@@ -104,12 +128,35 @@ def _newest(s: Session, match: str, where: str, params: dict, limit: int) -> dic
     """The scope's newest matches among the whole index's newest WALK matches: unbounded, a user owning
     few of a common word's matches walked all of them (55 ms of a 66 ms search for a 1,200-message user
     beside a 100k one); the scope's older matches of such a word are left to the ranked rare terms.
-    One statement: FTS5 hands its matches newest first to a co-routine that stops at `limit` of the
-    scope's (a first `OFFSET WALK` statement to find the floor read a phrase's every candidate twice)."""
-    kept = (f"SELECT rowid, 0.0 AS score FROM (SELECT f.rowid AS rowid, ({where}) AS mine "
-            f"FROM messages_fts AS f {_FROM.format(t='f')} WHERE messages_fts MATCH :match "
-            "ORDER BY f.rowid DESC LIMIT :walk) WHERE mine LIMIT :limit")
-    rows = s.execute(text(_WITH_CONTEXT.format(kept=kept)), {**params, "match": match, "limit": limit, "walk": WALK})
+
+    Newest first a window of rowids at a time, each window's matches read in FTS5's own (ascending)
+    order: read descending, FTS5 cannot skip through a long doclist, and a phrase with a word in 99% of
+    the rows cost 15-17 ms through all its matches instead of 10-13 (a light user's phrase at 1M). The
+    first window is small (FIRST_SPAN rowids, for a heavy user's common word), each next one sized by
+    the scope's matches found so far (at most four times wider); the window where the WALK-th newest
+    match falls is walked newest first instead."""
+    found: list[int] = []
+    top = (s.execute(text("SELECT max(id) FROM messages")).scalar() or 0) + 1
+    seen, high, span = 0, top, FIRST_SPAN
+    while len(found) < limit and seen < WALK and high > 0:
+        low = max(0, high - span)
+        window = {**params, "match": match, "low": low, "high": high}
+        n, mine = s.execute(text(_WINDOW_MATCHES.format(where=where)), window).one()
+        if seen + n > WALK:  # the bound falls in this window: its newest WALK - seen matches only
+            rows = s.execute(text(_WINDOW_NEWEST.format(where=where)),
+                             {**window, "walk": WALK - seen, "limit": limit - len(found)})
+            found += [r[0] for r in rows]
+            break
+        found += sorted(map(int, mine.split(",")), reverse=True)[:limit - len(found)] if mine else []
+        seen, high = seen + n, low
+        # the next window as wide as should hold what is still wanted, at the rate found so far (a light
+        # user's common word: 4x wider overshot, joining twice the matches the newest-first walk did)
+        wanted = int(1.5 * (limit - len(found)) * (top - low) / len(found)) if found else span * WIDER
+        span = max(FIRST_SPAN, min(span * WIDER, wanted))
+    if not found:
+        return {}
+    rows = s.execute(text(_WITH_CONTEXT.format(kept="SELECT value AS rowid, 0.0 AS score FROM json_each(:ids)")),
+                     {"ids": json.dumps(found)})
     return {r[0]: Candidate(r[0], r[1], r[2], r[3]) for r in rows}
 
 
@@ -120,7 +167,26 @@ def _count(s: Session, match: str, cap: int) -> int:
     ), {"match": match, "cap": cap}).scalar()
 
 
-def _ranked(s: Session, match: str, where: str, params: dict, pool: int) -> dict[int, Candidate]:
+def _top(s: Session, scope: Scope, pool: int) -> int:
+    """How many of the whole index's best matches to rank the scope's `pool` from (0: rank the scope's
+    own): for a scope that is most of the index, by its share of the sessions (at least half), enough
+    to hold `pool` of its own with TOP_MARGIN to spare."""
+    if scope.session_id is not None or set(scope.roles) != set(INDEXED_ROLES):
+        return 0
+    share = s.execute(text(
+        "SELECT CAST((SELECT count(*) FROM sessions WHERE user_id = :u) AS REAL) "
+        "/ max(1, (SELECT max(rowid) FROM sessions))"
+    ), {"u": scope.user_id}).scalar() or 0.0
+    return int(pool * TOP_MARGIN / min(share, 1.0)) if share >= 0.5 else 0
+
+
+def _ranked(s: Session, match: str, where: str, params: dict, pool: int, top: int = 0) -> dict[int, Candidate]:
+    """The scope's best `pool` matches by BM25; for a scope holding most of the index (`top` > 0), first
+    from the whole index's best `top` (see _best_of_top)."""
+    if top:
+        found = _best_of_top(s, match, where, params, pool, top)
+        if found is not None:
+            return found
     kept = (f"SELECT f.rowid AS rowid, -bm25(messages_fts, {WEIGHTS}) AS score "
             f"FROM messages_fts AS f {_FROM.format(t='f')} "
             f"WHERE messages_fts MATCH :match AND {where} ORDER BY score DESC LIMIT :pool")
@@ -128,8 +194,23 @@ def _ranked(s: Session, match: str, where: str, params: dict, pool: int) -> dict
     return {r[0]: Candidate(r[0], r[1], r[2], r[3]) for r in rows}
 
 
+def _best_of_top(s: Session, match: str, where: str, params: dict, pool: int, top: int) -> Found | None:
+    """The scope's best `pool` among the whole index's best `top` matches, or None when that may not be
+    the scope's best `pool` of all: exact when `top` held every match, or when the scope's `pool`-th best
+    scores above the `top`-th (no match left out can beat it). Scoring every match without joining
+    each to messages and sessions, then joining `top` of them: a heavy user's question at 1M, ranking
+    2,500 matches, 7.5 -> 5 ms."""
+    rows = s.execute(text(_TOP.format(where=where)), {**params, "match": match, "pool": pool, "top": top}).all()
+    if not rows:
+        return None
+    seen, lowest = rows[0][4], rows[0][5]
+    if seen == top and (len(rows) < pool or min(r[1] for r in rows) <= lowest):
+        return None
+    return {r[0]: Candidate(r[0], r[1], r[2], r[3]) for r in rows}
+
+
 def _with_context(s: Session, message_id: int) -> Candidate:
-    row = s.execute(text("SELECT prev_id, prev2_id FROM messages_fts WHERE rowid = :id"), {"id": message_id}).first()
+    row = s.execute(text(f"SELECT c3, c4 FROM {CONTENT} WHERE id = :id"), {"id": message_id}).first()
     return Candidate(message_id, 0.0, row[0] if row else None, row[1] if row else None)
 
 

@@ -191,6 +191,7 @@ def list_messages(db: Database, session_id: str, *, after: int | None = None, li
 
 ANALYZE_AFTER_ROWS = 10_000  # a bulk load at least this large refreshes Postgres' statistics at once
 ANALYZED_AFTER_BULK = ("sessions", "messages", "message_search")
+VACUUMED_AFTER_BULK = ("messages", "message_search")
 
 
 def bulk_insert_messages(db: Database, rows: list[dict[str, Any]], *, batch: int = 20_000) -> int:
@@ -218,10 +219,16 @@ def _refresh_statistics(db: Database) -> None:
     """ANALYZE what a bulk load grew, as Postgres' docs advise after loading: autovacuum refreshes the
     planner's statistics only later, and until then it plans a 100,000-message history as if it held a
     few hundred rows. Measured: the recall search's newest-first walk sorted the user's every message
-    on disk (430 ms per search) instead of reading its index backwards (30 ms)."""
-    with db.write() as s:
+    on disk (430 ms per search) instead of reading its index backwards (30 ms).
+
+    The message tables are vacuumed too (VACUUM cannot run in a transaction: autocommit): it moves the
+    GIN indexes' pending lists (up to 4 MB of the latest rows, which every GIN search reads through,
+    ~2 ms a search) into the indexes, and marks the pages all-visible, so a count of matches reads the
+    index without fetching each row (a heavy user's question at 100k: counts 2.3 -> 1.1 ms each, p95
+    41 -> 32 ms). 0.5 s after a 90,000-message load, ~4 s after 900,000."""
+    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         for table in ANALYZED_AFTER_BULK:
-            s.execute(text(f"ANALYZE {table}"))
+            conn.execute(text(f"VACUUM (ANALYZE) {table}" if table in VACUUMED_AFTER_BULK else f"ANALYZE {table}"))
 
 
 def _insert_as_json(s: Session, rows: list[dict[str, Any]]) -> None:

@@ -171,3 +171,61 @@ def test_migration_0018_keeps_a_stored_history_indexed_alike_and_downgrades(blan
         assert _index(db, again_user) == expected_index
     finally:
         db.dispose()
+
+
+def test_documents_past_tsvector_limits_are_measured_as_the_row_trigger_measures_them(db):
+    """Migration 0019 counts a document's positions from its three messages' counts, where the sum is exact;
+    a lexeme past 256 positions or a position past 16,383 across the three (where tsvector drops
+    positions) is counted from the document itself, as the row trigger does."""
+    user_id, chats = _twin(db)
+    crowded = "pebble " * 120  # three such messages in a row: 360 positions of one lexeme, 256 kept
+    endless = " ".join(f"word{i}" for i in range(9_000)) + " pebble pebble"  # two in a row: positions past 16,383
+    texts = [crowded + "one", crowded + "two", crowded + "three", endless, endless, "a short reply", endless]
+    sessions.bulk_insert_messages(db, [{"session_id": chats[0], "role": "user", "content": t} for t in texts])
+    bulk = _index(db, user_id)
+    with db.write() as s:  # re-index through the per-row trigger, which measures each document by unnesting it
+        s.execute(text("UPDATE messages SET content = content WHERE session_id = :a"), {"a": chats[0]})
+    assert _index(db, user_id) == bulk
+    if not db.is_sqlite:  # below the sum of its messages' own counts: "pebble" keeps 256; one, two, three
+        assert bulk[crowded + "three"][2] == 256 + 3 < 3 * 121
+        assert bulk["a short reply"][2] < 2 + 2 * 9_002  # past 16,383 a lexeme keeps one position
+
+
+def test_migration_0019_keeps_a_stored_history_indexed_alike_and_downgrades(blank_url):
+    upgrade(blank_url, "0018_pg_ingest")
+    db = Database(blank_url)
+    try:
+        before_user, before = _twin(db)
+        _stored_in_bulk(db, before, first_alone=2, batch=3)  # indexed by 0018's statement trigger
+        expected_index, expected_hits = _index(db, before_user), _found(db, before_user, before)
+
+        upgrade(blank_url)
+        assert _index(db, before_user) == expected_index
+        assert _found(db, before_user, before) == expected_hits
+        if not db.is_sqlite:
+            with db.read() as s:
+                assert s.execute(text("SELECT count(*) FROM pg_indexes WHERE indexname = 'ix_message_search_body'")
+                                 ).scalar() == 1
+        after_user, after = _twin(db)
+        _stored_in_bulk(db, after, first_alone=5, batch=4)
+        assert _index(db, after_user) == expected_index
+        assert _found(db, after_user, after) == _found(db, before_user, before)
+        assert [h.content for h in search_messages(db, after_user, '"grown otters"', sort="rank")] == [
+            "No: herons leave grown otters alone."]
+        sessions.append_messages(db, after[1], [{"role": "user", "content": "我们上周去桂林旅游了"},
+                                                {"role": "user", "content": "Café au lait, s'il vous plaît"}])
+        assert [h.content for h in search_messages(db, after_user, "桂林")] == ["我们上周去桂林旅游了"]
+        if db.is_sqlite:  # the trigram table holds CJK text only, whatever else is not plain ASCII
+            with db.read() as s:
+                assert s.execute(text("SELECT body FROM messages_cjk")).scalars().all() == ["我们上周去桂林旅游了"]
+
+        command.downgrade(alembic_config(blank_url), "0018_pg_ingest")
+        down_user, down = _twin(db)
+        _stored_in_bulk(db, down)
+        assert _index(db, down_user) == expected_index
+        upgrade(blank_url)
+        again_user, again = _twin(db)
+        _stored_in_bulk(db, again, batch=5)
+        assert _index(db, again_user) == expected_index
+    finally:
+        db.dispose()
