@@ -41,11 +41,14 @@ class Backend:
     own: Callable[[ParsedQuery, bool], Found]  # the scope's rows alone: ranked, or (True) the newest matches
     own_row_cost: int  # matches ranked in the whole index costing what one scope row costs `own` (0: never dearer)
     own_max: int  # the largest scope `own` takes
+    # `count` of several queries at once (one statement); None: one `count` each
+    count_many: Callable[[list[ParsedQuery], int], list[int]] | None = None
 
 
 def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     """Candidates for `parsed` within the backend's budget of ranked rows."""
-    backend = replace(backend, count=_remembered(backend.count))
+    counts = Counts(backend.count, backend.count_many)
+    backend = replace(backend, count=counts.count, count_many=counts.many)
     own_cap = min(backend.own_max, backend.budget)
     size = backend.scope_size(own_cap)
     required = all(t.required for t in parsed.terms)
@@ -64,20 +67,35 @@ def budgeted(parsed: ParsedQuery, backend: Backend) -> Found:
     return found
 
 
-def _remembered(count: Callable[[ParsedQuery, int], int]) -> Callable[[ParsedQuery, int], int]:
+class Counts:
     """`count`, asked once per query: a plan counts the same words up to three times (the whole query,
     then each term, where a one-word query's term is the query itself). A count that reached its cap
-    answers any smaller cap; one below its cap is exact."""
-    known: dict[ParsedQuery, tuple[int, int]] = {}
+    answers any smaller cap; one below its cap is exact. `many` counts what is not known yet in one call
+    of the backend's `count_many` when it has one (a broad question's terms: one statement, not eight)."""
 
-    def counted(parsed: ParsedQuery, cap: int) -> int:
-        n, capped = known.get(parsed, (0, 0))
-        if capped and (n < capped or cap <= capped):
-            return min(n, cap)
-        known[parsed] = (count(parsed, cap), cap)
-        return known[parsed][0]
+    def __init__(self, count: Callable[[ParsedQuery, int], int],
+                 count_many: Callable[[list[ParsedQuery], int], list[int]] | None) -> None:
+        self._count = count
+        self._count_many = count_many
+        self._known: dict[ParsedQuery, tuple[int, int]] = {}
 
-    return counted
+    def _answer(self, parsed: ParsedQuery, cap: int) -> int | None:
+        n, capped = self._known.get(parsed, (0, 0))
+        return min(n, cap) if capped and (n < capped or cap <= capped) else None
+
+    def count(self, parsed: ParsedQuery, cap: int) -> int:
+        known = self._answer(parsed, cap)
+        if known is None:
+            known = self._count(parsed, cap)
+            self._known[parsed] = (known, cap)
+        return known
+
+    def many(self, queries: list[ParsedQuery], cap: int) -> list[int]:
+        unknown = list(dict.fromkeys(q for q in queries if self._answer(q, cap) is None))
+        if len(unknown) > 1 and self._count_many is not None:
+            for query, n in zip(unknown, self._count_many(unknown, cap)):
+                self._known[query] = (n, cap)
+        return [self.count(q, cap) for q in queries]
 
 
 def _own_is_cheaper(parsed: ParsedQuery, backend: Backend, size: int) -> bool:
@@ -94,8 +112,8 @@ def _rarest(terms: tuple[Term, ...], backend: Backend) -> tuple[Term, ...]:
     """The rarest terms, as optional ones, whose rows together stay under the budget. A term no row
     holds adds nothing to any score and is left out: the backend would still evaluate it for every row
     ranked (SQLite: a question's "remember" or "go|gone|went", 15% of ranking 2,000 rows at 1M)."""
-    counted = sorted((backend.count(ParsedQuery((Term(t.atoms),)), backend.budget), i)
-                     for i, t in enumerate(terms))
+    alone = [ParsedQuery((Term(t.atoms),)) for t in terms]
+    counted = sorted((n, i) for i, n in enumerate(backend.count_many(alone, backend.budget)))
     chosen, rows = [], 0
     for count, i in counted:
         if rows + count >= backend.budget:

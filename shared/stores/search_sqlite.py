@@ -6,6 +6,7 @@ import json
 import math
 import sqlite3
 from collections import defaultdict
+from functools import lru_cache
 from typing import Sequence
 
 from sqlalchemy import text
@@ -87,6 +88,7 @@ def _latin(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -
     latin = ParsedQuery(tuple(t for t in parsed.terms if not t.cjk), tuple(t for t in parsed.excluded if not t.cjk))
     return budgeted(latin, Backend(
         count=lambda q, cap: _count(s, fts5_match(q, BODY, ALL_COLUMNS), cap),
+        count_many=lambda qs, cap: _counts(s, [fts5_match(q, BODY, ALL_COLUMNS) for q in qs], cap),
         ranked=lambda q: _ranked(s, fts5_match(q, BODY, ALL_COLUMNS), where, params, pool, _top(s, scope, pool)),
         newest=lambda q, own: _newest(s, fts5_match(q, BODY, BODY if own else ALL_COLUMNS), where, params, few),
         budget=BUDGET,
@@ -162,9 +164,20 @@ def _newest(s: Session, match: str, where: str, params: dict, limit: int) -> dic
 
 def _count(s: Session, match: str, cap: int) -> int:
     """How many rows match, counting no further than `cap`."""
-    return s.execute(text(
-        "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH :match LIMIT :cap)"
-    ), {"match": match, "cap": cap}).scalar()
+    return _counts(s, [match], cap)[0]
+
+
+def _counts(s: Session, matches: list[str], cap: int) -> list[int]:
+    """`_count` of each, in one statement (a broad question counts up to eight terms)."""
+    params = {f"m{i}": match for i, match in enumerate(matches)}
+    return list(s.execute(_counting(len(matches)), {**params, "cap": cap}).one())
+
+
+@lru_cache(maxsize=16)
+def _counting(n: int):
+    """The statement counting `n` queries' matches, each no further than :cap (built once per n)."""
+    one = "(SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH :m{i} LIMIT :cap))"
+    return text("SELECT " + ", ".join(one.format(i=i) for i in range(n)))
 
 
 def _top(s: Session, scope: Scope, pool: int) -> int:
