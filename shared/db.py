@@ -42,7 +42,7 @@ class Database:
 
     def _make_engine(self, url: str, echo: bool) -> Engine:
         if not self.is_sqlite:
-            engine = create_engine(url, echo=echo, pool_size=20, max_overflow=40)
+            engine = create_engine(url, echo=echo, pool_size=20, max_overflow=40, pool_use_lifo=True)
             _ping_when_idle(engine)
             return engine
         path = url.split("///", 1)[-1]
@@ -53,6 +53,9 @@ class Database:
             echo=echo,
             pool_size=64,
             max_overflow=64,
+            # The connection returned last is handed out first: its page cache is the warm one (a recall
+            # search over 100k messages ran a sixth slower on whichever pooled connection came round).
+            pool_use_lifo=True,
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
         )
         event.listen(engine, "connect", _sqlite_on_connect)
