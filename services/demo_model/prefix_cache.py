@@ -47,12 +47,34 @@ def _canonical(value: object) -> str:
     return _ENCODE(_unmarked(value))
 
 
+# A session's every request repeats its history: a plain message (text fields only) is encoded once. Bounded: a
+# long-running demo server must not grow without bound.
+_PLAIN_KEPT = 50_000
+_plain: dict[tuple, str] = {}
+_plain_lock = threading.Lock()
+
+
+def _message(message: object) -> str:
+    """`_canonical` of one message, remembered when every field of it is text."""
+    if not isinstance(message, dict) or not all(isinstance(v, str) for v in message.values()):
+        return _canonical(message)
+    key = tuple(sorted(message.items()))
+    text = _plain.get(key)
+    if text is None:
+        text = _canonical(message)
+        with _plain_lock:
+            if len(_plain) >= _PLAIN_KEPT:
+                _plain.clear()
+            _plain[key] = text
+    return text
+
+
 def serialize(body: dict) -> str:
     """Tools, then system prompt, then each message, as canonical JSON lines (either wire format)."""
     parts = [_canonical(body.get("tools") or [])]
     if "system" in body:
         parts.append(_canonical(body.get("system")))
-    parts += [_canonical(message) for message in body.get("messages") or []]
+    parts += [_message(message) for message in body.get("messages") or []]
     return "\n".join(parts) + "\n"
 
 

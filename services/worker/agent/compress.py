@@ -35,7 +35,7 @@ from services.worker.agent.compress_window import (
     threshold_tokens,
 )
 from services.worker.agent.context import TurnContext, pre_compress
-from services.worker.agent.history import Wire, build_history, to_wire
+from services.worker.agent.history import build_history, to_wire
 from services.worker.agent.prompt import SystemPrompt, compose_system_prompt
 from services.worker.runtime import Runtime
 
@@ -64,15 +64,15 @@ def working_history(db, session_id: str, stored: list[Message]) -> list[dict[str
     return assemble(stored, sessions.latest_compaction(db, session_id))
 
 
-def assemble(stored: list[Message], compaction: Compaction | None, wire: Wire = to_wire) -> list[dict[str, Any]]:
+def assemble(stored: list[Message], compaction: Compaction | None) -> list[dict[str, Any]]:
     """Head, summary and the messages after the cut; the whole transcript when nothing was compacted."""
     if compaction is None:
-        return build_history(stored, wire)
+        return build_history(stored)
     kept = compaction.head_through_id
     head = [m for m in stored if kept is not None and m.id <= kept]
     tail = [m for m in stored if m.id > compaction.summarized_through_id]
     summary = {"role": compaction.summary_role, "content": words.summary_message(compaction.summary)}
-    return build_history(head, wire) + [summary] + build_history(tail, wire)
+    return build_history(head) + [summary] + build_history(tail)
 
 
 def before_call(run: TurnRunLike, tools: list[dict] | None) -> None:

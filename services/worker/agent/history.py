@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from shared.models.sessions import Message
 
@@ -45,27 +45,23 @@ def call_name(call: dict[str, Any]) -> str:
     return (call.get("function") or {}).get("name") or "the tool"
 
 
-Wire = Callable[[Message], dict[str, Any]]
-
-
-def build_history(messages: list[Message], wire: Wire = to_wire) -> list[dict[str, Any]]:
+def build_history(messages: list[Message]) -> list[dict[str, Any]]:
     """The wire history in id order; a call left without a result gets an 'interrupted' result.
 
     An assistant message with tool calls must be followed by one result per call, or providers
     refuse the whole request; a turn that failed mid-batch would otherwise poison the session.
-    `wire`: `to_wire`, or one that remembers what it made (services/worker/agent/transcripts.py).
     """
     history: list[dict[str, Any]] = []
     index = 0
     while index < len(messages):
         message = messages[index]
-        history.append(wire(message))
+        history.append(to_wire(message))
         index += 1
         if message.role != "assistant" or not message.tool_calls:
             continue
         answered = set()
         while index < len(messages) and messages[index].role == "tool":
-            history.append(wire(messages[index]))
+            history.append(to_wire(messages[index]))
             answered.add(messages[index].tool_call_id)
             index += 1
         for call in message.tool_calls:

@@ -183,7 +183,9 @@ class TurnRun:
             mine, open_calls = own_rows(stored, self.turn.id), []
             self.messages = compress.working_history(self.rt.db, session_id, stored)
         else:
-            self.messages = compress.assemble(stored, self.start.compaction, self.rt.transcripts.wire(session_id))
+            compaction = self.start.compaction
+            self.messages = (self.rt.transcripts.history(session_id, stored) if compaction is None
+                             else compress.assemble(stored, compaction))
         if open_calls:
             log.warning("resuming turn: %d tool call(s) of the stopped worker have unknown effects", len(open_calls))
             rows = [{"role": "tool", "content": interrupted_result(call_name(c)), "tool_call_id": c["id"],

@@ -1,24 +1,33 @@
 """A per-process cache of session transcripts: each turn loads only the messages added since.
 
 Messages are append-only, so a cached list stays a correct prefix of the transcript; whatever
-another worker stored meanwhile arrives with the next `after=<last id>` read. The wire form of each
-message (what the model is sent) is kept too, made once: rebuilding a long session's history on every
-turn grew each turn's cost with the session. A message is final by the time its history is built (a user
-message's `api_content` is fixed before the turn's first call, once).
+another worker stored meanwhile arrives with the next `after=<last id>` read. The history the model is
+sent is kept too, up to the session's newest user message: rebuilding a long session's whole history on
+every turn grew each turn's cost with the session, so a turn builds only its own messages. Earlier turns'
+messages are final (a user message's `api_content` is fixed before its turn's first call, once), and a
+history split just before a user message builds the same as whole (a tool batch never spans one).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, NamedTuple
 
 from shared.db import Database
 from shared.models.sessions import Message
 from shared.stores import sessions
-from services.worker.agent.history import Wire, to_wire
+from services.worker.agent.history import build_history
 
 DEFAULT_CAPACITY = 256
+
+
+class Built(NamedTuple):
+    """The wire history of a session's first `through` messages (the last of them `last_id`)."""
+
+    through: int
+    last_id: int | None
+    wires: list[dict[str, Any]]
 
 
 class TranscriptCache:
@@ -27,7 +36,7 @@ class TranscriptCache:
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self.capacity = capacity
         self._entries: OrderedDict[str, list[Message]] = OrderedDict()
-        self._wires: dict[str, dict[int, dict[str, Any]]] = {}
+        self._built: dict[str, Built] = {}
         self._lock = threading.Lock()
 
     def load(self, db: Database, session_id: str) -> list[Message]:
@@ -53,20 +62,20 @@ class TranscriptCache:
             self._entries[session_id] = messages
             while len(self._entries) > self.capacity:
                 dropped, _ = self._entries.popitem(last=False)
-                self._wires.pop(dropped, None)
+                self._built.pop(dropped, None)
         return list(messages)
 
-    def wire(self, session_id: str) -> Wire:
-        """`to_wire` for this session's messages, each made once and kept while the session is cached."""
+    def history(self, session_id: str, stored: list[Message]) -> list[dict[str, Any]]:
+        """`build_history(stored)`, reusing what was built for the session's earlier turns (a new list)."""
         with self._lock:
-            if session_id not in self._entries:
-                return to_wire  # dropped for room meanwhile: nothing kept for it
-            made = self._wires.setdefault(session_id, {})
-
-        def wired(message: Message) -> dict[str, Any]:
-            found = made.get(message.id)
-            if found is None:
-                found = made[message.id] = to_wire(message)
-            return found
-
-        return wired
+            built = self._built.get(session_id) if session_id in self._entries else None
+        start, prefix = 0, []
+        if built and built.through <= len(stored) and (
+                built.through == 0 or stored[built.through - 1].id == built.last_id):
+            start, prefix = built.through, built.wires
+        cut = next((i for i in range(len(stored) - 1, start - 1, -1) if stored[i].role == "user"), start)
+        kept = prefix + build_history(stored[start:cut])
+        with self._lock:
+            if session_id in self._entries:
+                self._built[session_id] = Built(cut, stored[cut - 1].id if cut else None, kept)
+        return kept + build_history(stored[cut:])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shared.stores import sessions
-from services.worker.agent.history import to_wire
+from services.worker.agent.history import build_history
 from services.worker.agent.transcripts import TranscriptCache
 from tests.support.factories import make_session
 
@@ -38,17 +38,23 @@ def test_a_transcript_dropped_for_room_between_two_reads_is_read_whole_again(db,
     assert [m.content for m in cache.load(db, chat.id)] == ["one", "two", "three"]
 
 
-def test_the_kept_wire_form_is_what_the_model_is_sent_made_once(db, user):
+def test_the_history_built_a_turn_at_a_time_is_the_whole_transcripts_history(db, user):
+    """Each turn builds only its own messages on what earlier turns built; the model must be sent exactly what a
+    build of the whole transcript gives, a call its worker never answered (closed as interrupted) included."""
     chat = make_session(db, user.id)
-    sessions.append_messages(db, chat.id, [
-        {"role": "user", "content": "list files"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{\"command\": \"ls\"}"}}]},
-        {"role": "tool", "content": "a.txt", "tool_call_id": "c1", "name": "terminal"},
-    ])
+    call = {"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{\"command\": \"ls\"}"}}
+    turns = [
+        [{"role": "user", "content": "list files"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+         {"role": "tool", "content": "a.txt", "tool_call_id": "c1", "name": "terminal"},
+         {"role": "assistant", "content": "One file."}],
+        [{"role": "user", "content": "again"}, {"role": "assistant", "content": None,
+                                               "tool_calls": [{**call, "id": "c2"}]}],  # its worker died here
+        [{"role": "user", "content": "and now?"}, {"role": "assistant", "content": "Done."}],
+    ]
     cache = TranscriptCache()
-    stored = cache.load(db, chat.id)
-    wire = cache.wire(chat.id)
+    for rows in turns:
+        sessions.append_messages(db, chat.id, rows)
+        stored = cache.load(db, chat.id)
 
-    assert [wire(m) for m in stored] == [to_wire(m) for m in stored]
-    assert all(wire(m) is wire(m) for m in stored)
+        assert cache.history(chat.id, stored) == build_history(stored)
+        assert cache.history(chat.id, stored) is not cache.history(chat.id, stored)  # the caller's own list
