@@ -22,6 +22,7 @@ columns do: see search_vectors) and ranks by keyword score (scaled to the best) 
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import math
@@ -167,25 +168,18 @@ def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
     if semantic is not None:
         totals = _fused(totals, semantic, similar)
     rarity = [math.log(1 + (len(ids) - len(h) + 0.5) / (len(h) + 0.5)) for h in presence]
-    hits: list[tuple[SearchHit, float]] = []
+    ranked: list[tuple[float, float, int]] = []  # (score, rarity of the terms held, id) of each acceptable row
     for message_id, row in rows.items():
         found = held[message_id]
         if not _acceptable(found, parsed, message_id in excluded, message_id in close):
             continue
-        hit = SearchHit(
-            message_id=message_id,
-            session_id=row.session_id,
-            role=row.role,
-            content=row.content or "",
-            created_at=row.created_at,
-            score=totals.get(message_id, 0.0) * _bonus(found, row.created_at, dates),
-            coverage=round(sum(found) / len(found), 4),
-        )
-        hits.append((hit, sum(w for w, ok in zip(rarity, found) if ok)))
-    # In a small history FTS5 floors every IDF to 1e-6: scores stay ordered but may tie, and then
-    # the rarer terms a message holds decide.
-    hits.sort(key=lambda pair: (pair[0].score, pair[1], pair[0].message_id), reverse=True)
-    return [hit for hit, _ in hits[:limit]]
+        score = totals.get(message_id, 0.0) * _bonus(found, row.created_at, dates)
+        ranked.append((score, sum(w for w, ok in zip(rarity, found) if ok), message_id))
+    # In a small history FTS5 floors every IDF to 1e-6: scores stay ordered but may tie, and then the rarer
+    # terms a message holds decide. Hits are built for the rows kept only (a heavy question's 400 candidates).
+    return [SearchHit(message_id=i, session_id=rows[i].session_id, role=rows[i].role, content=rows[i].content or "",
+                      created_at=rows[i].created_at, score=score, coverage=round(sum(held[i]) / len(held[i]), 4))
+            for score, _, i in heapq.nlargest(limit, ranked)]
 
 
 def _bonus(found: list[bool], sent: datetime, dates: tuple[Day, ...]) -> float:
