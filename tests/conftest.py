@@ -110,4 +110,14 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A timed-out test is reported as a failure of that test, not as an INTERNALERROR (tests/support/tracebacks)."""
+    from tests.support import tracebacks
+
+    if call.excinfo is not None and tracebacks.lineless(call.excinfo.value):
+        call.excinfo = tracebacks.with_line_numbers(call.excinfo)
+    return (yield)
+
+
 atexit.register(_ENV.close)

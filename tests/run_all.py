@@ -50,6 +50,8 @@ class Pass:
 
 
 def passes(args: list[str], with_postgres: bool) -> list[Pass]:
+    narrowed = bool(args)
+    args = ["--durations=8", *args]  # each pass names its slowest tests (a later --durations wins)
     once = {**os.environ, "TEST_DATABASE": "sqlite", "HSTACK_TEST_REDIS_DB": "9", "HSTACK_E2E_REDIS_DB": "10"}
     chosen = [Pass("SQLite", {**os.environ, "TEST_DATABASE": "sqlite"}, [*args, "-m", SQLITE_MARKERS]),
               Pass("backend-independent tests (once)", once, [*args, "-m", "once"])]
@@ -58,7 +60,7 @@ def passes(args: list[str], with_postgres: bool) -> list[Pass]:
                "HSTACK_FUZZ_MAX_EXAMPLES": os.environ.get("HSTACK_FUZZ_MAX_EXAMPLES", "10")}
         chosen.append(Pass("Postgres", env, [*args, "-m", POSTGRES_MARKERS]))
     for p in chosen:
-        p.narrowed = bool(args)
+        p.narrowed = narrowed
     return chosen
 
 
