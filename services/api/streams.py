@@ -95,12 +95,13 @@ async def follow(
     """The turn's events after `after` (from the start when None); None after each idle `idle_seconds`
     (time for a keepalive); ends on a terminal event, or on an `error` event naming where to resume.
 
-    What is stored is read first and the fan-out joined from the newest of it, so a client resuming far
-    behind replays its backlog at its own pace (one read when the stream is new or short). A turn that is
-    finished in the database but has nothing stored after `after` (its stream expired, or the worker died
-    before publishing its end) ends with a terminal event rebuilt from the row. `known`: the row the caller read just before, used for that
-    check instead of reading it again (a turn that finishes after that read publishes its end, and one
-    whose worker died is caught when the stream stays idle).
+    What is stored after `after` is read first (one XREAD when the stream is new or short; a turn's stream
+    is capped, so the backlog is bounded) and the fan-out joined from the newest of it, so nothing is
+    missed between the two. A turn that is finished in the database but has nothing stored after `after`
+    (its stream expired, or the worker died before publishing its end) ends with a terminal event rebuilt
+    from the row. `known`: the row the caller read just before, used for that check instead of reading it
+    again (a turn that finishes after that read publishes its end, and one whose worker died is caught
+    when the stream stays idle).
     """
     last = after or "0-0"
     try:
