@@ -46,11 +46,14 @@ def _stored_in_bulk(db: Database, chats: list[str], *, first_alone: int = 0, bat
 
 
 def _index(db: Database, user_id: str) -> dict[str, tuple]:
-    """The user's search index keyed by message text: the context's texts and (Postgres) the stored document."""
+    """The user's search index keyed by message text: the context's texts and (Postgres) the stored document.
+    Every text must be the user's only message with it: rows come in no set order, so with two alike
+    whichever came last would stand for both (a comparison that passed or failed by the heap's layout)."""
     with db.read() as s:
         texts = dict(s.execute(text(
             "SELECT m.id, m.content FROM messages AS m JOIN sessions AS s ON s.id = m.session_id WHERE s.user_id = :u"
         ), {"u": user_id}).all())
+        assert len(set(texts.values())) == len(texts), "two of the user's messages have the same text"
         if db.is_sqlite:
             rows = s.execute(text("SELECT rowid, prev_id, prev2_id, body, prev, prev2 FROM messages_fts "
                                   "WHERE rowid IN (SELECT value FROM json_each(:ids))"),
@@ -180,15 +183,19 @@ def test_documents_past_tsvector_limits_are_measured_as_the_row_trigger_measures
     user_id, chats = _twin(db)
     crowded = "pebble " * 120  # three such messages in a row: 360 positions of one lexeme, 256 kept
     endless = " ".join(f"word{i}" for i in range(9_000)) + " pebble pebble"  # two in a row: positions past 16,383
-    texts = [crowded + "one", crowded + "two", crowded + "three", endless, endless, "a short reply", endless]
+    texts = [crowded + "one", crowded + "two", crowded + "three", endless + " four", endless + " five",
+             "a short reply", endless + " seven"]
     sessions.bulk_insert_messages(db, [{"session_id": chats[0], "role": "user", "content": t} for t in texts])
     bulk = _index(db, user_id)
     with db.write() as s:  # re-index through the per-row trigger, which measures each document by unnesting it
         s.execute(text("UPDATE messages SET content = content WHERE session_id = :a"), {"a": chats[0]})
-    assert _index(db, user_id) == bulk
+    rows = _index(db, user_id)
+    assert rows.keys() == bulk.keys()
+    # named by their last words: a failing == over 9,000-word documents has pytest diff them for minutes
+    assert [t[-12:] for t in texts if rows[t] != bulk[t]] == []
     if not db.is_sqlite:  # below the sum of its messages' own counts: "pebble" keeps 256; one, two, three
         assert bulk[crowded + "three"][2] == 256 + 3 < 3 * 121
-        assert bulk["a short reply"][2] < 2 + 2 * 9_002  # past 16,383 a lexeme keeps one position
+        assert bulk["a short reply"][2] < 2 + 2 * 9_003  # past 16,383 a lexeme keeps one position
 
 
 def test_migration_0019_keeps_a_stored_history_indexed_alike_and_downgrades(blank_url):
