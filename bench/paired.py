@@ -10,6 +10,7 @@ stack's stage medians and CPU per turn, then the paired difference of `completed
     python -m bench.paired                      # the working tree against HEAD, SQLite, 300 turns each
     python -m bench.paired HEAD~3 --turns 500
     python -m bench.paired --postgres --history 100000   # the bench user with 100k earlier messages
+    python -m bench.paired --turns 600 --tail 50         # also the last 50 pairs alone: late in a long session
 
 Both stacks run at once, so each turn is slower than with one stack alone: read the difference, not the level.
 Asserts nothing.
@@ -72,7 +73,7 @@ def paired(a: list[dict], b: list[dict], key: str) -> list[float]:
     return [y[key] - x[key] for x, y in zip(a, b) if key in x and key in y]
 
 
-def run(rev: str, turns: int, postgres: bool, history: int) -> None:
+def run(rev: str, turns: int, postgres: bool, history: int, tail: int = 0) -> None:
     model = FakeModel(port=ENV.model_port)
     model.start()
     tree = worktree(rev)
@@ -95,7 +96,7 @@ def run(rev: str, turns: int, postgres: bool, history: int) -> None:
         for i, text in enumerate(texts):
             for name in ("A", "B") if i % 2 == 0 else ("B", "A"):
                 samples[name].append(stages_of_turn(clients[name], sessions[name], text))
-        report(rev, stacks, samples, before, turns)
+        report(rev, stacks, samples, before, turns, tail)
     finally:
         for client in clients.values():
             client.close()
@@ -106,7 +107,7 @@ def run(rev: str, turns: int, postgres: bool, history: int) -> None:
         ENV.close()
 
 
-def report(rev: str, stacks: dict, samples: dict, before: dict, turns: int) -> None:
+def report(rev: str, stacks: dict, samples: dict, before: dict, turns: int, tail: int = 0) -> None:
     print(f"A = {rev}, B = the working tree; {turns} sequential turns each, alternating; ms from the POST")
     for name, (_, procs) in stacks.items():
         cpu = {p: (cpu_ms(proc.popen.pid) - before[name][p]) / turns for p, proc in procs.items()}
@@ -117,6 +118,11 @@ def report(rev: str, stacks: dict, samples: dict, before: dict, turns: int) -> N
         low, high = diffs[len(diffs) // 4], diffs[(3 * len(diffs)) // 4]
         print(f"  B - A, {key}: median {statistics.median(diffs):+.2f} ms of {len(diffs)} pairs "
               f"(quartiles {low:+.2f} / {high:+.2f})")
+    if tail:
+        late = paired(samples["A"][-tail:], samples["B"][-tail:], "completed")
+        print(f"  B - A, completed, the last {len(late)} pairs (turns {turns - tail + 1}-{turns} of the session): "
+              f"median {statistics.median(late):+.2f} ms; A's median {median_stages(samples['A'][-tail:])['completed']:.2f}, "
+              f"B's {median_stages(samples['B'][-tail:])['completed']:.2f}")
 
 
 def main() -> int:
@@ -125,8 +131,9 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--postgres", action="store_true", help="both stacks on Postgres scratch databases")
     parser.add_argument("--history", type=int, default=0, help="earlier messages of the bench user (recall's load)")
+    parser.add_argument("--tail", type=int, default=0, help="also compare the last TAIL pairs alone")
     args = parser.parse_args()
-    run(args.rev, args.turns, args.postgres, args.history)
+    run(args.rev, args.turns, args.postgres, args.history, args.tail)
     return 0
 
 

@@ -31,6 +31,9 @@ class Turn(SQLModel, table=True):
         UniqueConstraint("session_id", "seq", name="uq_turns_session_seq"),
         UniqueConstraint("user_id", "idempotency_key", name="uq_turns_user_idempotency"),
         Index("ix_turns_status_created", "status", "created_at"),
+        # a session's unfinished turns, a user's unsent ones: found without reading the finished history
+        Index("ix_turns_session_status", "session_id", "status"),
+        Index("ix_turns_user_status_sent", "user_id", "status", "enqueued_at"),
     )
 
     id: str = Field(primary_key=True, max_length=40)
