@@ -36,6 +36,7 @@ from shared.stores import conversations, sessions, turns
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "hermes-stack"
+CLIENT_LEFT = Event(SYNTHETIC_ID, "client.left", {})  # not a turn event: the waiting request's own end
 STREAM_DOC = {"content": {"text/event-stream": {"schema": {"type": "string"}}}}
 
 router = APIRouter(tags=["openai"])
@@ -121,11 +122,14 @@ async def chat_completions(
         frames = _stream(events, chunks, body.include_usage)
         return StreamingResponse(frames, media_type="text/event-stream", headers={**SSE_HEADERS, **ids})
     try:
-        final = await _terminal(events)
+        final = await _terminal(events, request)
     except Exception:  # anything unforeseen: still name the accepted turn so the client can find it
         log.exception("waiting for turn %s failed", turn.id)
         message = f"The turn was accepted and keeps running; read it at GET /v1/turns/{turn.id}."
         return error_response(request.url.path, 500, "internal_error", message, headers=ids)
+    if final is CLIENT_LEFT:
+        log.info("the client waiting for turn %s left; the turn keeps running", turn.id)
+        return Response(status_code=499, headers=ids)  # nobody reads it: the connection is gone
     if final is None:
         message = f"The turn did not finish in time; it keeps running: GET /v1/turns/{turn.id}."
         return error_response(request.url.path, 504, "timeout", message, headers=ids)
@@ -141,12 +145,17 @@ async def chat_completions(
     )
 
 
-async def _terminal(events: AsyncIterator[Event | None]) -> Event | None:
-    """The turn's terminal event, or None when it did not come in time."""
+async def _terminal(events: AsyncIterator[Event | None], request: Request) -> Event | None:
+    """The turn's terminal event; None when it did not come in time; CLIENT_LEFT when the client closed its
+    connection first (checked at each quiet interval: a client that gave up no longer holds a subscription
+    and a waiting request for the whole CHAT_COMPLETION_TIMEOUT_SECONDS)."""
     try:
         async with aclosing(events):
             async for event in events:
-                if event is not None and event.terminal:
+                if event is None:
+                    if await request.is_disconnected():
+                        return CLIENT_LEFT
+                elif event.terminal:
                     return event
     except TimeoutError:
         pass

@@ -179,6 +179,32 @@ def test_a_turn_slower_than_the_timeout_is_a_504(chat_api, settings, model, user
     assert caught.value.response.headers["x-turn-id"] in caught.value.body["message"]
 
 
+def test_a_waiting_completion_whose_client_left_stops_waiting_and_the_turn_stays(settings, db, user):
+    """A client that gives up on a non-streamed completion (timeout, ^C) closed its connection: the api stops
+    waiting at its next quiet interval instead of holding the turn's subscription for the whole
+    CHAT_COMPLETION_TIMEOUT_SECONDS (600 s; a burst of abandoned requests would have piled up)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    from services.api.main import create_app
+    from tests.services.api.helpers import EnqueueRecorder
+    from tests.support.waiting import wait_until
+
+    app = create_app(settings.model_copy(update={"sse_keepalive_seconds": 0.2}))
+    app.state.enqueue = EnqueueRecorder(db)  # no worker: the turn is accepted and never ends
+    body = json.dumps({"model": "scripted", "messages": [{"role": "user", "content": "then I leave"}]}).encode()
+    with serve_api(app) as base:
+        address = urlsplit(base)
+        conn = socket.create_connection((address.hostname, address.port))
+        conn.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\n"
+                     b"Authorization: Bearer " + user.key.encode() + b"\r\nContent-Length: "
+                     + str(len(body)).encode() + b"\r\n\r\n" + body)
+        turn_id = wait_until(lambda: next(iter(app.state.hub.channels), None), what="the completion waiting")
+        conn.close()
+        wait_until(lambda: turn_id not in app.state.hub.channels, what="the api to stop waiting")
+    assert turns.get_turn(db, user.id, turn_id).status == "queued"  # the turn itself is left to run
+
+
 def test_a_retried_completion_with_the_same_idempotency_key_runs_its_turn_once(oai, model, db, user):
     """Issue 9: a chat completion could answer an error for a turn that was accepted and kept running, and
     a client retry then ran the turn a second time. Now Idempotency-Key makes the retry wait on (and
