@@ -120,9 +120,9 @@ def report(rev: str, stacks: dict, samples: dict, before: dict, turns: int, tail
               f"(quartiles {low:+.2f} / {high:+.2f})")
     if tail:
         late = paired(samples["A"][-tail:], samples["B"][-tail:], "completed")
+        a, b = (median_stages(samples[name][-tail:])["completed"] for name in ("A", "B"))
         print(f"  B - A, completed, the last {len(late)} pairs (turns {turns - tail + 1}-{turns} of the session): "
-              f"median {statistics.median(late):+.2f} ms; A's median {median_stages(samples['A'][-tail:])['completed']:.2f}, "
-              f"B's {median_stages(samples['B'][-tail:])['completed']:.2f}")
+              f"median {statistics.median(late):+.2f} ms; A's median {a:.2f}, B's {b:.2f}")
 
 
 def main() -> int:
