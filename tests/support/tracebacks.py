@@ -4,7 +4,7 @@ pytest-timeout's SIGALRM can interrupt a frame at an instruction that maps to no
 entry's `tb_lineno` is then None and pytest, formatting the failure, dies with an INTERNALERROR
 ("unsupported operand type(s) for -: 'NoneType' and 'int'") that ends the whole pass and hides which test
 timed out and where. `with_line_numbers` rebuilds such a traceback (and those of the exceptions chained to
-it) with each lineless entry at its frame's current instruction and line (the function's first line if that has none)."""
+it) with each lineless entry at its frame's current instruction and line (else the function's first line)."""
 
 from __future__ import annotations
 
