@@ -13,14 +13,14 @@ from tests.shared.test_search_query import HOSTILE
 from tests.support.factories import make_session, make_user
 
 CHAT = [
-    ("user", "Caroline: I went to an LGBTQ support group yesterday and it was so powerful."),
-    ("assistant", "Melanie: That's amazing! I'm painting a sunrise over the lake these days."),
-    ("user", "Caroline: My group meets every Tuesday; support matters."),
-    ("assistant", "Melanie: We are deploying the new chat-send service to staging on Friday."),
-    ("user", "Caroline: What should I cook for dinner?"),
-    ("assistant", "Melanie: A mushroom risotto, slowly stirred."),
+    ("user", "Priya: I went to a grief support group yesterday; it helped more than I expected."),
+    ("assistant", "Tomas: Glad it helped. I am painting a sunrise over the harbour these days."),
+    ("user", "Priya: My group meets every Tuesday; support matters."),
+    ("assistant", "Tomas: We are deploying the new chat-send service to staging on Friday."),
+    ("user", "Priya: What should I cook for dinner?"),
+    ("assistant", "Tomas: A mushroom risotto, slowly stirred."),
     ("tool", "tool output that mentions a support group and risotto"),
-    ("user", "Caroline: 我们上周去桂林旅游了，山水很美。"),
+    ("user", "Priya: 我们上周去桂林旅游了，山水很美。"),
 ]
 
 
@@ -37,7 +37,7 @@ def found(db, user_id, query, **kwargs) -> list[str]:
 
 
 def test_a_natural_question_finds_the_message_that_answers_it(db, user, chat):
-    hits = search_messages(db, user.id, "When did Caroline go to the LGBTQ support group?")
+    hits = search_messages(db, user.id, "When did Priya go to the grief support group?")
     assert hits[0].content == CHAT[0][1]
     assert hits[0].role == "user" and hits[0].score > 0 and hits[0].coverage == 1.0
 
@@ -83,9 +83,9 @@ def test_tool_results_are_not_indexed(db, user, chat):
 def test_another_users_messages_never_appear(db, user, chat):
     other = make_user(db)
     theirs = make_session(db, other.id)
-    sessions.append_messages(db, theirs.id, [{"role": "user", "content": "LGBTQ support group secret notes"}])
-    assert "LGBTQ support group secret notes" not in found(db, user.id, "LGBTQ support group secret")
-    assert found(db, other.id, "secret") == ["LGBTQ support group secret notes"]
+    sessions.append_messages(db, theirs.id, [{"role": "user", "content": "grief support group secret notes"}])
+    assert "grief support group secret notes" not in found(db, user.id, "grief support group secret")
+    assert found(db, other.id, "secret") == ["grief support group secret notes"]
     assert found(db, other.id, "risotto") == []
 
 

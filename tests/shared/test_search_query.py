@@ -24,8 +24,8 @@ def words(query: str) -> list[tuple[str, ...]]:
 
 
 def test_a_natural_question_keeps_its_content_words_only():
-    assert words("When did Caroline go to the LGBTQ support group?") == [
-        ("caroline",), ("go", "gone", "went"), ("lgbtq",), ("support",), ("group",),
+    assert words("When did Priya go to the grief support group?") == [
+        ("priya",), ("go", "gone", "went"), ("grief",), ("support",), ("group",),
     ]
 
 
@@ -40,8 +40,8 @@ def test_a_negated_auxiliary_is_a_stop_word_straight_or_curly():
 
 
 def test_quoted_phrases_are_required_and_plain_words_are_alternatives():
-    parsed = parse_query('"support group" caroline')
-    assert [(t.atoms[0].text, t.required) for t in parsed.terms] == [("support group", True), ("caroline", False)]
+    parsed = parse_query('"support group" priya')
+    assert [(t.atoms[0].text, t.required) for t in parsed.terms] == [("support group", True), ("priya", False)]
 
 
 def test_and_requires_both_neighbours_and_not_excludes_the_next_word():
