@@ -27,10 +27,10 @@ def long_history(db):
     user = make_user(db)
     session = make_session(db, user.id)
     for n in range(FINISHED):
-        turn, _ = turns.create_turn(db, user.id, session.id, f"question {n}")
-        with db.write() as s:
-            s.execute(text("UPDATE turns SET status = :done WHERE id = :id"),
-                      {"done": TurnStatus.completed.value, "id": turn.id})
+        turns.create_turn(db, user.id, session.id, f"question {n}")
+    with db.write() as s:
+        s.execute(text("UPDATE turns SET status = :done WHERE session_id = :s"),
+                  {"done": TurnStatus.completed.value, "s": session.id})
     waiting, _, _ = turns.accept_turn(db, user.id, session.id, "the newest question", max_running=1)
     with db.write() as s:  # as if the user's slot had been full when it was accepted: never sent
         s.execute(text("UPDATE turns SET enqueued_at = NULL WHERE id = :id"), {"id": waiting.id})

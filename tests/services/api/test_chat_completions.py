@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+from urllib.parse import urlsplit
 
 import httpx
 import openai
@@ -11,8 +13,10 @@ import pytest
 from shared.queue.app import enqueue
 from shared.stores import reviews, sessions, turns
 from tests.fakes.model import fail, text, tool_call
+from tests.services.api.helpers import EnqueueRecorder
 from tests.support.factories import make_session, make_user
 from tests.support.live import serve_api
+from tests.support.waiting import wait_until
 from tests.support.worker import inprocess_worker
 
 
@@ -183,12 +187,7 @@ def test_a_waiting_completion_whose_client_left_stops_waiting_and_the_turn_stays
     """A client that gives up on a non-streamed completion (timeout, ^C) closed its connection: the api stops
     waiting at its next quiet interval instead of holding the turn's subscription for the whole
     CHAT_COMPLETION_TIMEOUT_SECONDS (600 s; a burst of abandoned requests would have piled up)."""
-    import socket
-    from urllib.parse import urlsplit
-
     from services.api.main import create_app
-    from tests.services.api.helpers import EnqueueRecorder
-    from tests.support.waiting import wait_until
 
     app = create_app(settings.model_copy(update={"sse_keepalive_seconds": 0.2}))
     app.state.enqueue = EnqueueRecorder(db)  # no worker: the turn is accepted and never ends
