@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Callable, Iterator
 
+from sqlmodel import Session
+
 from shared.errors import Conflict
 from shared.models.curator import RunKind, RunPublic
 from shared.models.skills import SkillState
@@ -41,14 +43,18 @@ def move(store: SkillStore, run_id: str, name: str, states: tuple[SkillState, Sk
         skill = store.locate(name)
         if skill is None or not still_due(skill):
             return False
+        def ledger(s: Session) -> None:  # committed with the state, so no reader sees one without the other
+            curator.add_transition(s, run_id, store.user_id, name, from_state.value, to_state.value, reason, now)
+
         if moves and to_state is SkillState.archived:
-            store.archive_locked(skill)
+            store.archive_locked(skill, ledger)
         elif moves:
             if skill.state is SkillState.archived:
                 move_dir(skill.path, store.roots.active_dir(name))  # the curator never archives a bundled skill
-            skill_records.set_state(store.db, store.user_id, name, skill.origin.value, to_state)
-        with store.db.write() as s:
-            curator.add_transition(s, run_id, store.user_id, name, from_state.value, to_state.value, reason, now)
+            skill_records.set_state(store.db, store.user_id, name, skill.origin.value, to_state, ledger)
+        else:
+            with store.db.write() as s:
+                ledger(s)
         return True
 
 

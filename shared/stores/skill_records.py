@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import case, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -83,13 +83,19 @@ def set_pinned(db: Database, user_id: str, name: str, origin: str, pinned: bool)
         s.execute(update(SkillRecord).where(*_where(user_id, name)).values(pinned=pinned))
 
 
-def set_state(db: Database, user_id: str, name: str, origin: str, state: SkillState) -> None:
-    """Record a state; archived_at is set when archiving and cleared otherwise."""
+def set_state(db: Database, user_id: str, name: str, origin: str, state: SkillState,
+              also: Callable[[Session], None] | None = None) -> None:
+    """Record a state; archived_at is set when archiving and cleared otherwise.
+
+    `also` writes more rows in the same transaction (the curator's ledger row commits with its change).
+    """
     archived_at = clock.utcnow() if state is SkillState.archived else None
     with db.write() as s:
         _ensure(s, user_id, name, origin)
         s.execute(update(SkillRecord).where(*_where(user_id, name))
                   .values(state=state.value, archived_at=archived_at))
+        if also is not None:
+            also(s)
 
 
 def agent_created(db: Database, user_id: str) -> list[SkillRecord]:

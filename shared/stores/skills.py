@@ -11,6 +11,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
+
+from sqlmodel import Session
 
 from shared.atomic import atomic_write
 from shared.config import Settings
@@ -211,11 +214,11 @@ class SkillStore:
                 self.archive_locked(skill)
             return self.summary(self.get(name))
 
-    def archive_locked(self, skill: Located) -> None:
-        """Archive a skill whose lock the caller holds."""
+    def archive_locked(self, skill: Located, also: Callable[[Session], None] | None = None) -> None:
+        """Archive a skill whose lock the caller holds (`also`: more rows in the state's transaction)."""
         if skill.origin is not SkillOrigin.bundled:
             move_dir(skill.path, self.roots.archived_dir(skill.name))
-        skill_records.set_state(self.db, self.user_id, skill.name, skill.origin.value, SkillState.archived)
+        skill_records.set_state(self.db, self.user_id, skill.name, skill.origin.value, SkillState.archived, also)
 
     def restore(self, name: str) -> SkillSummary:
         """Bring an archived skill back as active; restoring an unarchived one is a no-op."""

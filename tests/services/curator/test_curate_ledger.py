@@ -130,3 +130,24 @@ def test_a_stale_skill_changed_since_is_reactivated_by_the_next_pass(db, setting
     report = run_pass(db, settings, mine.user.id, clock.utcnow())
     assert report.summary == "1 reactivated" and mine.states()["old-notes"] == "active"
     assert report.transitions[0].reason == "active again: last activity 6 days ago"
+
+
+def test_a_change_and_its_ledger_row_commit_together(db, settings, skills, monkeypatch):
+    """A reader never sees a skill marked stale without the row that says why (nor the reverse)."""
+    mine = skills()
+    mine.agent("old-notes")
+    clock.advance(15 * DAY)
+
+    def full_disk(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(curator, "add_transition", full_disk)
+    with pytest.raises(OSError):
+        run_pass(db, settings, mine.user.id, clock.utcnow())
+    assert mine.states()["old-notes"] == "active", "the state change rolled back with its ledger row"
+    assert curator.last_change(db, mine.user.id, "old-notes") is None
+
+    monkeypatch.undo()
+    report = run_pass(db, settings, mine.user.id, clock.utcnow())
+    assert report.summary == "1 marked stale" and mine.states()["old-notes"] == "stale"
+    assert curator.last_change(db, mine.user.id, "old-notes").to_state == "stale"
