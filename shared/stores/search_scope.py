@@ -45,9 +45,13 @@ class Scope:
     def size(self, s: Session, cap: int) -> int:
         """How many messages the scope holds, counting no further than `cap`: what a search of the
         user's own rows would cost. A message with no text counts though it is not indexed."""
+        counted, params = self.counted(cap)
+        return s.execute(text(counted), params).scalar()
+
+    def counted(self, cap: int) -> tuple[str, dict]:
+        """SQL of `size` (and its parameters)."""
         members, params = self.members()
-        counted = text(f"SELECT count(*) FROM ({members} LIMIT :cap) AS scope")
-        return s.execute(counted, {**params, "cap": cap}).scalar()
+        return f"SELECT count(*) FROM ({members} LIMIT :cap) AS scope", {**params, "cap": cap}
 
     def indexed(self, index: str = "ms") -> tuple[str, str, dict]:
         """Postgres: (joins, conditions, parameters) over `message_search AS ms`, which stores each

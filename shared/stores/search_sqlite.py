@@ -9,7 +9,6 @@ from collections import defaultdict
 from functools import lru_cache
 from typing import Sequence
 
-from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
@@ -61,6 +60,24 @@ _SCRATCH = ("CREATE VIRTUAL TABLE own USING fts5(body, prev, prev2, prev_id UNIN
             f"tokenize = '{TOKENIZER}')")
 
 
+def _run(s: Session, sql: str, params: dict) -> sqlite3.Cursor:
+    """A statement on the session's own driver connection, in its transaction, with `:name` parameters.
+
+    Straight to sqlite3, which binds named parameters itself: through SQLAlchemy's `execute` each of a
+    search's seven or so statements cost ~0.15 ms of Python before and after SQLite's own work, on the GIL
+    the turn shares (a recall search at 100k messages: see bench/README.md). Its errors are SQLAlchemy's,
+    as if it had run there (`is_query_error`, the worker's transient errors)."""
+    try:
+        return s.connection().connection.driver_connection.execute(sql, params)
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(sql, params, exc, sqlite3.Error) from exc
+
+
+def _scope_size(s: Session, scope: Scope, cap: int) -> int:
+    """`Scope.size`, on the driver connection."""
+    return _run(s, *scope.counted(cap)).fetchone()[0]
+
+
 def is_query_error(exc: DBAPIError) -> bool:
     """An FTS5 refusal of the query text (the parser should never let one through)."""
     message = str(exc.orig).lower()
@@ -92,7 +109,7 @@ def _latin(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -
         ranked=lambda q: _ranked(s, fts5_match(q, BODY, ALL_COLUMNS), where, params, pool, _top(s, scope, pool)),
         newest=lambda q, own: _newest(s, fts5_match(q, BODY, BODY if own else ALL_COLUMNS), where, params, few),
         budget=BUDGET,
-        scope_size=lambda cap: scope.size(s, cap),
+        scope_size=lambda cap: _scope_size(s, scope, cap),
         own=lambda q, newest: _own(s, q, scope, few if newest else pool, newest),
         own_row_cost=OWN_ROW_COST,
         own_max=OWN_MAX,
@@ -106,9 +123,8 @@ def _own(s: Session, parsed: ParsedQuery, scope: Scope, limit: int, newest: bool
     whole table, and a `rowid IN (...)` filter costs a seek per row and term. The scratch index has
     the big one's columns, tokenizer and weights; its BM25 statistics are the user's own."""
     members, params = scope.members()
-    rows = s.execute(text(
-        f"SELECT c.id, c.c0, c.c1, c.c2, c.c3, c.c4 FROM {CONTENT} AS c WHERE c.id IN ({members})"
-    ), params).all()
+    rows = _run(s, f"SELECT c.id, c.c0, c.c1, c.c2, c.c3, c.c4 FROM {CONTENT} AS c WHERE c.id IN ({members})",
+                params).fetchall()
     if not rows:
         return {}
     score = "0.0" if newest else f"-bm25(own, {WEIGHTS})"
@@ -138,15 +154,15 @@ def _newest(s: Session, match: str, where: str, params: dict, limit: int) -> dic
     the scope's matches found so far (at most four times wider); the window where the WALK-th newest
     match falls is walked newest first instead."""
     found: list[int] = []
-    top = (s.execute(text("SELECT max(id) FROM messages")).scalar() or 0) + 1
+    top = (_run(s, "SELECT max(id) FROM messages", {}).fetchone()[0] or 0) + 1
     seen, high, span = 0, top, FIRST_SPAN
     while len(found) < limit and seen < WALK and high > 0:
         low = max(0, high - span)
         window = {**params, "match": match, "low": low, "high": high}
-        n, mine = s.execute(text(_WINDOW_MATCHES.format(where=where)), window).one()
+        n, mine = _run(s, _WINDOW_MATCHES.format(where=where), window).fetchone()
         if seen + n > WALK:  # the bound falls in this window: its newest WALK - seen matches only
-            rows = s.execute(text(_WINDOW_NEWEST.format(where=where)),
-                             {**window, "walk": WALK - seen, "limit": limit - len(found)})
+            rows = _run(s, _WINDOW_NEWEST.format(where=where),
+                        {**window, "walk": WALK - seen, "limit": limit - len(found)})
             found += [r[0] for r in rows]
             break
         found += sorted(map(int, mine.split(",")), reverse=True)[:limit - len(found)] if mine else []
@@ -157,8 +173,8 @@ def _newest(s: Session, match: str, where: str, params: dict, limit: int) -> dic
         span = max(FIRST_SPAN, min(span * WIDER, wanted))
     if not found:
         return {}
-    rows = s.execute(text(_WITH_CONTEXT.format(kept="SELECT value AS rowid, 0.0 AS score FROM json_each(:ids)")),
-                     {"ids": json.dumps(found)})
+    rows = _run(s, _WITH_CONTEXT.format(kept="SELECT value AS rowid, 0.0 AS score FROM json_each(:ids)"),
+                {"ids": json.dumps(found)})
     return {r[0]: Candidate(r[0], r[1], r[2], r[3]) for r in rows}
 
 
@@ -170,14 +186,14 @@ def _count(s: Session, match: str, cap: int) -> int:
 def _counts(s: Session, matches: list[str], cap: int) -> list[int]:
     """`_count` of each, in one statement (a broad question counts up to eight terms)."""
     params = {f"m{i}": match for i, match in enumerate(matches)}
-    return list(s.execute(_counting(len(matches)), {**params, "cap": cap}).one())
+    return list(_run(s, _counting(len(matches)), {**params, "cap": cap}).fetchone())
 
 
 @lru_cache(maxsize=16)
-def _counting(n: int):
+def _counting(n: int) -> str:
     """The statement counting `n` queries' matches, each no further than :cap (built once per n)."""
     one = "(SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH :m{i} LIMIT :cap))"
-    return text("SELECT " + ", ".join(one.format(i=i) for i in range(n)))
+    return "SELECT " + ", ".join(one.format(i=i) for i in range(n))
 
 
 def _top(s: Session, scope: Scope, pool: int) -> int:
@@ -186,10 +202,8 @@ def _top(s: Session, scope: Scope, pool: int) -> int:
     to hold `pool` of its own with TOP_MARGIN to spare."""
     if scope.session_id is not None or set(scope.roles) != set(INDEXED_ROLES):
         return 0
-    share = s.execute(text(
-        "SELECT CAST((SELECT count(*) FROM sessions WHERE user_id = :u) AS REAL) "
-        "/ max(1, (SELECT max(rowid) FROM sessions))"
-    ), {"u": scope.user_id}).scalar() or 0.0
+    share = _run(s, "SELECT CAST((SELECT count(*) FROM sessions WHERE user_id = :u) AS REAL) "
+                 "/ max(1, (SELECT max(rowid) FROM sessions))", {"u": scope.user_id}).fetchone()[0] or 0.0
     return int(pool * TOP_MARGIN / min(share, 1.0)) if share >= 0.5 else 0
 
 
@@ -203,7 +217,7 @@ def _ranked(s: Session, match: str, where: str, params: dict, pool: int, top: in
     kept = (f"SELECT f.rowid AS rowid, -bm25(messages_fts, {WEIGHTS}) AS score "
             f"FROM messages_fts AS f {_FROM.format(t='f')} "
             f"WHERE messages_fts MATCH :match AND {where} ORDER BY score DESC LIMIT :pool")
-    rows = s.execute(text(_WITH_CONTEXT.format(kept=kept)), {**params, "match": match, "pool": pool})
+    rows = _run(s, _WITH_CONTEXT.format(kept=kept), {**params, "match": match, "pool": pool})
     return {r[0]: Candidate(r[0], r[1], r[2], r[3]) for r in rows}
 
 
@@ -213,7 +227,7 @@ def _best_of_top(s: Session, match: str, where: str, params: dict, pool: int, to
     scores above the `top`-th (no match left out can beat it). Scoring every match without joining
     each to messages and sessions, then joining `top` of them: a heavy user's question at 1M, ranking
     2,500 matches, 7.5 -> 5 ms."""
-    rows = s.execute(text(_TOP.format(where=where)), {**params, "match": match, "pool": pool, "top": top}).all()
+    rows = _run(s, _TOP.format(where=where), {**params, "match": match, "pool": pool, "top": top}).fetchall()
     if not rows:
         return None
     seen, lowest = rows[0][4], rows[0][5]
@@ -223,13 +237,13 @@ def _best_of_top(s: Session, match: str, where: str, params: dict, pool: int, to
 
 
 def _with_context(s: Session, message_id: int) -> Candidate:
-    row = s.execute(text(f"SELECT c3, c4 FROM {CONTENT} WHERE id = :id"), {"id": message_id}).first()
+    row = _run(s, f"SELECT c3, c4 FROM {CONTENT} WHERE id = :id", {"id": message_id}).fetchone()
     return Candidate(message_id, 0.0, row[0] if row else None, row[1] if row else None)
 
 
 def _cjk_scores(s: Session, terms: list[Term], where: str, params: dict) -> dict[int, float]:
     """BM25 with one occurrence per message: each CJK term found adds its IDF."""
-    total = s.execute(text("SELECT max(rowid) FROM messages_fts")).scalar() or 1
+    total = _run(s, "SELECT max(rowid) FROM messages_fts", {}).fetchone()[0] or 1
     scores: dict[int, float] = defaultdict(float)
     for term in terms:
         ids = _cjk_ids(s, term.atoms[0].words[0], where, params)
@@ -245,9 +259,8 @@ def _cjk_ids(s: Session, needle: str, where: str, params: dict) -> list[int]:
         condition, value = "messages_cjk MATCH :needle", f'"{needle}"'
     else:
         condition, value = "instr(m.content, :needle) > 0", needle
-    rows = s.execute(text(
-        f"SELECT c.rowid FROM messages_cjk AS c {_FROM.format(t='c')} WHERE {condition} AND {where}"
-    ), {**params, "needle": value})
+    rows = _run(s, f"SELECT c.rowid FROM messages_cjk AS c {_FROM.format(t='c')} WHERE {condition} AND {where}",
+                {**params, "needle": value})
     return [r[0] for r in rows]
 
 

@@ -6,7 +6,9 @@ backends' ranking budget), on SQLite and Postgres alike.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from types import SimpleNamespace
+from typing import Iterator
 
 import pytest
 from sqlalchemy import event
@@ -91,25 +93,47 @@ def test_a_small_scopes_required_terms_list_its_matches_newest_first(db, crowd):
     assert [h.content for h in hits] == [f"zeppelin marmalade jar {i}" for i in reversed(range(4))]
 
 
+@contextmanager
+def statements_of(db) -> Iterator[list[str]]:
+    """Every statement run meanwhile: SQLAlchemy's, and on SQLite those the search sends straight to the
+    driver connection (search_sqlite._run), through that connection's trace callback."""
+    statements: list[str] = []
+    traced = []
+
+    def seen(conn, cursor, statement, *args):
+        statements.append(statement)
+
+    def checked_out(dbapi_connection, record, proxy):
+        dbapi_connection.set_trace_callback(statements.append)
+        traced.append(dbapi_connection)
+
+    event.listen(db.engine, "before_cursor_execute", seen)
+    if db.is_sqlite:
+        event.listen(db.engine, "checkout", checked_out)
+    try:
+        yield statements
+    finally:
+        event.remove(db.engine, "before_cursor_execute", seen)
+        if db.is_sqlite:
+            event.remove(db.engine, "checkout", checked_out)
+        for connection in traced:
+            connection.set_trace_callback(None)
+
+
 def test_an_empty_scope_answers_nothing_without_a_full_text_query(db, crowd):
     user = make_user(db)
     only = make_session(db, user.id)
     sessions.append_messages(db, only.id, [{"role": "user", "content": "zeppelin marmalade, once"}])
     newcomer = make_user(db)  # made before listening: only the searches' statements are seen
-    statements: list[str] = []
-
-    def seen(conn, cursor, statement, *args):
-        statements.append(statement)
-
-    event.listen(db.engine, "before_cursor_execute", seen)
-    try:
+    with statements_of(db) as statements:
         assert recall(db, newcomer.id, WORDS, "no-such-session") == []
         assert recall(db, user.id, WORDS, only.id) == []  # the one session holding anything is the current one
         assert search_messages(db, user.id, "zeppelin", role="assistant") == []
-    finally:
-        event.remove(db.engine, "before_cursor_execute", seen)
     assert statements
     assert not [s for s in statements if "MATCH" in s or "@@" in s]
+    with statements_of(db) as control:  # a scope holding a match: its full-text query is seen
+        assert search_messages(db, user.id, "zeppelin")
+    assert [s for s in control if "MATCH" in s or "@@" in s]
 
 
 def test_one_session_of_a_long_history_is_searched_on_its_own(db, crowd):
