@@ -70,7 +70,6 @@ class Settings(BaseSettings):
     worker_shutdown_grace_seconds: float = Field(8.0, gt=0, alias="WORKER_SHUTDOWN_GRACE_SECONDS")
     rate_limit_per_minute: int = Field(600, ge=0, alias="RATE_LIMIT_PER_MINUTE")
     turn_rate_limit_per_minute: int = Field(60, ge=0, alias="TURN_RATE_LIMIT_PER_MINUTE")
-    broker_visibility_timeout_seconds: int = Field(3600, alias="BROKER_VISIBILITY_TIMEOUT_SECONDS")
     broker_key_prefix: str = Field("", alias="BROKER_KEY_PREFIX")
     log_level: str = Field("INFO", alias="LOG_LEVEL")
     log_format: str = Field("json", alias="LOG_FORMAT")
