@@ -6,7 +6,7 @@ import hashlib
 import json
 from datetime import datetime, timezone
 from itertools import groupby
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from sqlalchemy import BigInteger, and_, bindparam, func, literal, or_, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -288,13 +288,19 @@ class TurnStart(NamedTuple):
     compaction: Compaction | None
 
 
-def turn_start(db: Database, session_id: str, after: int | None) -> TurnStart:
+def turn_start(db: Database, session_id: str, after: int | None,
+               session_read: Callable[[ChatSession], None] | None = None) -> TurnStart:
     """The session row, its messages after id `after` (all of them when None) and its latest compaction, read
-    together: one transaction where a turn used to open three before its first model call."""
+    together: one transaction where a turn used to open three before its first model call.
+
+    `session_read(session)` is called as soon as the session row is read, before the rest: the turn starts its
+    background work there (the recall search), which then overlaps these reads too."""
     with db.read() as s:
         session = s.get(ChatSession, session_id)
         if session is None:
             raise NotFound("No such session.", code="session_not_found")
+        if session_read is not None:
+            session_read(session)
         if after is None:
             messages = list(s.exec(_MESSAGES_ALL, params={"session_id": session_id}))
         else:

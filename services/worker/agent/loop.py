@@ -153,20 +153,24 @@ class TurnRun:
         """The session's system prompt, built and frozen by the first turn that needs it.
 
         One read brings the session, the transcript's newest messages and the latest compaction. Turn-start
-        hooks (the recall search) begin right after it, so they run while the prompt is built and the
-        history assembled; a turn resumed with its context already stored never asks for their result.
+        hooks (the recall search) begin as soon as the session row is read, so they run while the rest is
+        read, the prompt built and the history assembled; a turn resumed with its context already stored
+        never asks for their result.
         """
         after = self.rt.transcripts.last_id(self.turn.session_id)
-        self.start = sessions.turn_start(self.rt.db, self.turn.session_id, after)
+        self.start = sessions.turn_start(self.rt.db, self.turn.session_id, after,
+                                         self.begin if self.turn.attempts <= 1 else None)
         self.start_after = after
         session = self.start.session
-        if self.turn.attempts <= 1:
-            turn_started(TurnContext(self.rt.settings, self.rt.db, self.rt.redis, session, self.turn))
         if session.system_prompt is None:
             prompt = compose_system_prompt(session, self.rt.tools, self.rt.settings, utcnow().date(), self.rt.db)
             session = sessions.freeze_system_prompt(self.rt.db, session.id, prompt.text, prompt.known)
         self.session = session
         return session.system_prompt
+
+    def begin(self, session: ChatSession) -> None:
+        """The turn-start hooks, as soon as the session row is read (the rest of the turn's reads follow)."""
+        turn_started(TurnContext(self.rt.settings, self.rt.db, self.rt.redis, session, self.turn))
 
     def load_history(self) -> list[Message]:
         """Load the session's transcript; close a tool batch a stopped worker left open. Returns this turn's rows."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import event
+
 from shared.stores import sessions
 from services.worker.agent.history import build_history
 from services.worker.agent.transcripts import TranscriptCache
@@ -58,3 +60,24 @@ def test_the_history_built_a_turn_at_a_time_is_the_whole_transcripts_history(db,
 
         assert cache.history(chat.id, stored) == build_history(stored)
         assert cache.history(chat.id, stored) is not cache.history(chat.id, stored)  # the caller's own list
+
+
+def test_the_turn_start_read_hands_over_the_session_before_it_reads_the_messages(db, user):
+    """The turn's background work (the recall search) starts on the session row, while the rest is still read."""
+    chat = make_session(db, user.id)
+    say(db, chat.id, "one", "two")
+    seen: list[str] = []
+
+    def session_read(session):
+        seen.append(f"session {session.id}")
+
+    def statement(conn, cursor, sql, *args):
+        seen.append("messages read" if "FROM messages" in sql else "other read")
+
+    event.listen(db.engine, "before_cursor_execute", statement)
+    try:
+        start = sessions.turn_start(db, chat.id, None, session_read)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", statement)
+    assert [m.content for m in start.messages] == ["one", "two"]
+    assert seen.index(f"session {chat.id}") < seen.index("messages read")
