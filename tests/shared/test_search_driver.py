@@ -1,5 +1,6 @@
-"""SQLite's search statements run on the driver connection (search_sqlite._run); what the database refuses
-still reaches the caller as SQLAlchemy's errors: a refused query answers no hits, anything else is raised."""
+"""SQLite's search statements run on the driver connection (search_sqlite._run): what the database refuses still
+reaches the caller as SQLAlchemy's errors, a refused query answering no hits. A query matching more rows of the
+whole index than the ranking budget is counted once, not on every search (search_sqlite.Common)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from shared.stores import search_sqlite, sessions
 from shared.stores.search import search_messages
 from shared.stores.search_scope import Scope
+from shared.stores.search_sqlite import BUDGET, Common
 from tests.support.factories import make_session, make_user
+from tests.support.statements import statements_of
 
 
 @pytest.fixture
@@ -35,3 +38,36 @@ def test_any_other_database_error_is_raised_as_sqlalchemys(db, history, monkeypa
     with pytest.raises(OperationalError) as raised:
         search_messages(db, history.id, "lighthouse railings")
     assert isinstance(raised.value, DBAPIError) and "no_such_column" in str(raised.value.orig)
+
+
+def test_a_common_word_is_counted_once_and_every_search_finds_the_same(db, history, monkeypatch):
+    monkeypatch.setattr(search_sqlite, "COMMON", Common())
+    chats = [make_session(db, history.id) for _ in range(3)]
+    sessions.bulk_insert_messages(db, [
+        {"session_id": chats[i % 3].id, "role": "user", "content": f"a quokka sighting, number {i}"}
+        for i in range(BUDGET + 100)])
+
+    def search():
+        with statements_of(db) as statements:
+            hits = search_messages(db, history.id, "quokka sighting")
+        counts = [s for s in statements if "count(*)" in s and "MATCH" in s]
+        return [h.message_id for h in hits], counts
+
+    first, counted_first = search()
+    again, counted_again = search()
+    assert first == again and len(first) == 10
+    assert counted_first and len(counted_again) < len(counted_first)
+
+
+def test_a_common_query_is_forgotten_after_its_time():
+    common = Common(ttl=60.0, size=2)
+    common.add("index", "quokka")
+    assert common.holds("index", "quokka", BUDGET) and common.holds("index", "quokka", 10)
+    assert not common.holds("index", "quokka", BUDGET + 1), "more than the budget was never counted"
+    assert not common.holds("other index", "quokka", BUDGET)
+    common.add("index", "wombat")
+    common.add("index", "numbat")
+    assert not common.holds("index", "quokka", BUDGET), "the oldest entry made room"
+    stale = Common(ttl=-1.0)
+    stale.add("index", "quokka")
+    assert not stale.holds("index", "quokka", BUDGET)

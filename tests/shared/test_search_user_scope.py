@@ -6,16 +6,14 @@ backends' ranking budget), on SQLite and Postgres alike.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Iterator
 
 import pytest
-from sqlalchemy import event
 
 from shared.stores import search_postgres, search_sqlite, sessions
 from shared.stores.search import search_messages
 from tests.support.factories import make_session, make_user
+from tests.support.statements import statements_of
 
 CROWD = 3_200  # the other user's messages: more than either backend's BUDGET
 WORDS = "zeppelin marmalade heliotrope lighthouse"
@@ -91,33 +89,6 @@ def test_a_small_scopes_required_terms_list_its_matches_newest_first(db, crowd):
     hits = search_messages(db, user.id, '"zeppelin marmalade"')
 
     assert [h.content for h in hits] == [f"zeppelin marmalade jar {i}" for i in reversed(range(4))]
-
-
-@contextmanager
-def statements_of(db) -> Iterator[list[str]]:
-    """Every statement run meanwhile: SQLAlchemy's, and on SQLite those the search sends straight to the
-    driver connection (search_sqlite._run), through that connection's trace callback."""
-    statements: list[str] = []
-    traced = []
-
-    def seen(conn, cursor, statement, *args):
-        statements.append(statement)
-
-    def checked_out(dbapi_connection, record, proxy):
-        dbapi_connection.set_trace_callback(statements.append)
-        traced.append(dbapi_connection)
-
-    event.listen(db.engine, "before_cursor_execute", seen)
-    if db.is_sqlite:
-        event.listen(db.engine, "checkout", checked_out)
-    try:
-        yield statements
-    finally:
-        event.remove(db.engine, "before_cursor_execute", seen)
-        if db.is_sqlite:
-            event.remove(db.engine, "checkout", checked_out)
-        for connection in traced:
-            connection.set_trace_callback(None)
 
 
 def test_an_empty_scope_answers_nothing_without_a_full_text_query(db, crowd):
