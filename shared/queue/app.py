@@ -54,8 +54,9 @@ def _transport_options(settings: Settings) -> dict:
         # delivered message in an "unacked" hash and index (a MULTI on delivery and another on the ack, with a
         # Redis client built for each) to restore it an hour later (its visibility timeout): the sweeper re-sends a
         # sent turn nobody claimed after TURN_REQUEUE_AFTER_SECONDS, a dead worker's turn after its lease, a
-        # review left behind, and a stopping worker re-sends its sessions' next turns itself. Without it, paired
-        # against with it: -1.2 / -1.6 ms a turn, worker CPU -1.0 / -1.6 ms (bench/README.md).
+        # review left behind, and a stopping worker re-sends its sessions' next turns itself (and kombu still
+        # puts back, at a warm shutdown, what it delivered and no task acked). Without it, paired against with
+        # it: -1.2 / -1.6 ms a turn, worker CPU -1.0 / -1.6 ms (bench/README.md).
         "ack_emulation": False,
         # A dead or half-open broker connection is noticed within seconds (never a publish waiting forever):
         # the timeouts bound every command, the health check pings idle connections before use.
