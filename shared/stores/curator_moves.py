@@ -43,6 +43,7 @@ def move(store: SkillStore, run_id: str, name: str, states: tuple[SkillState, Sk
         skill = store.locate(name)
         if skill is None or not still_due(skill):
             return False
+
         def ledger(s: Session) -> None:  # committed with the state, so no reader sees one without the other
             curator.add_transition(s, run_id, store.user_id, name, from_state.value, to_state.value, reason, now)
 

@@ -66,9 +66,9 @@ def _run(s: Session, sql: str, params: dict) -> sqlite3.Cursor:
     """A statement on the session's own driver connection, in its transaction, with `:name` parameters.
 
     Straight to sqlite3, which binds named parameters itself: through SQLAlchemy's `execute` each of a
-    search's seven or so statements cost ~0.15 ms of Python before and after SQLite's own work, on the GIL
-    the turn shares (a recall search at 100k messages: see bench/README.md). Its errors are SQLAlchemy's,
-    as if it had run there (`is_query_error`, the worker's transient errors)."""
+    search's seven or so statements cost 50-100 µs of Python around SQLite's own work, on the GIL the turn
+    shares (a recall search at 100k messages: see bench/README.md). Its errors are SQLAlchemy's, as if it
+    had run there (`is_query_error`, the worker's transient errors)."""
     try:
         return s.connection().connection.driver_connection.execute(sql, params)
     except sqlite3.Error as exc:
@@ -230,10 +230,6 @@ class Common:
             self._until.move_to_end((index, match))
             while len(self._until) > self.size:
                 self._until.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._until.clear()
 
 
 COMMON = Common()
