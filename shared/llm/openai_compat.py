@@ -12,6 +12,7 @@ import httpx
 from shared.llm.backoff import parse_retry_after
 from shared.llm.classify import SUMMARY_CHARS, ProviderHTTPError, ProviderProtocolError
 from shared.llm.types import Cancelled, Completion, ToolCall, Usage
+from shared.llm.wire import encode_body
 
 OnDelta = Callable[[str], None]
 
@@ -201,14 +202,15 @@ class OpenAICompatTransport:
         if max_tokens:
             body["max_tokens"] = max_tokens
         if not stream:
-            response = self.http.post(self.url, json=body, headers=self._headers(False), timeout=self.timeout)
+            response = self.http.post(self.url, content=encode_body(body), headers=self._headers(False),
+                                      timeout=self.timeout)
             raise_for_status(response)
             try:
                 return parse_completion(response.json(), model, messages)
             except ValueError as exc:
                 raise ProviderProtocolError(f"the body is not JSON ({exc})") from None
         body["stream_options"] = {"include_usage": True}
-        with self.http.stream("POST", self.url, json=body, headers=self._headers(True),
+        with self.http.stream("POST", self.url, content=encode_body(body), headers=self._headers(True),
                               timeout=self.timeout) as response:
             raise_for_status(response)
             return self._read_stream(response, model, messages, on_delta, cancelled)

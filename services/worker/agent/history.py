@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shared.llm.wire import WireMessage
 from shared.models.sessions import Message
 
 
@@ -15,16 +16,16 @@ def interrupted_result(name: str) -> str:
     )
 
 
-def to_wire(message: Message) -> dict[str, Any]:
-    """One stored message in the OpenAI chat format (a user message as the model was first sent it)."""
+def to_wire(message: Message) -> WireMessage:
+    """One stored message in the OpenAI chat format (a user message as the model was first sent it), frozen:
+    it is encoded once, however many calls send it (shared/llm/wire.py)."""
     if message.role == "assistant":
-        out: dict[str, Any] = {"role": "assistant", "content": message.content}
         if message.tool_calls:
-            out["tool_calls"] = message.tool_calls
-        return out
+            return WireMessage(role="assistant", content=message.content, tool_calls=message.tool_calls)
+        return WireMessage(role="assistant", content=message.content)
     if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content or ""}
-    return {"role": message.role, "content": message.api_content or message.content or ""}
+        return WireMessage(role="tool", tool_call_id=message.tool_call_id, content=message.content or "")
+    return WireMessage(role=message.role, content=message.api_content or message.content or "")
 
 
 def unanswered_calls(messages: list[Message]) -> list[dict[str, Any]]:
@@ -67,5 +68,5 @@ def build_history(messages: list[Message]) -> list[dict[str, Any]]:
         for call in message.tool_calls:
             if call["id"] not in answered:
                 content = interrupted_result(call_name(call))
-                history.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+                history.append(WireMessage(role="tool", tool_call_id=call["id"], content=content))
     return history
