@@ -76,7 +76,7 @@ def session_keys(conversation: dict) -> list[str]:
 
 
 def session_start(conversation: dict, key: str) -> datetime:
-    """The session's "7:48 pm on 21 May, 2023" as UTC; a fixed date when it does not parse."""
+    """The session's date and time ("4:05 pm on 3 March, 2021" in the data's format) as UTC; a fixed date when it does not parse."""
     raw = conversation.get(f"{key}_date_time", "")
     try:
         return datetime.strptime(raw, "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)

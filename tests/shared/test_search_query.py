@@ -91,7 +91,7 @@ def test_any_text_renders_only_quoted_letters_and_digits_for_tsquery(text):
 
 
 def test_dates_named_in_a_query_are_read_and_verbs_are_not():
-    assert named_dates("on 7 July, 2023") == (Day(7, 7, 2023),)
+    assert named_dates("on 9 February, 2022") == (Day(2, 9, 2022),)
     assert named_dates("on October 13, 2023 and in May 2022") == (Day(10, 13, 2023), Day(5, None, 2022))
     assert named_dates("When did she go camping in June?") == (Day(6),)
     assert named_dates("May I ask what march they joined?") == ()
