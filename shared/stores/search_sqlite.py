@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-import threading
-import time
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from functools import lru_cache
 from typing import Sequence
 
@@ -16,6 +14,7 @@ from sqlmodel import Session
 
 from shared.models.sessions import Message
 from shared.stores.search_budget import Backend, Found, budgeted
+from shared.stores.search_common import Common
 from shared.stores.search_query import ParsedQuery, Term, fts5_match, fts5_term
 from shared.stores.search_scope import INDEXED_ROLES, Candidate, Scope
 
@@ -187,7 +186,7 @@ def _count(s: Session, match: str, cap: int) -> int:
 
 def _counts(s: Session, matches: list[str], cap: int) -> list[int]:
     """`_count` of each, in one statement (a broad question counts up to eight terms); a query known to be
-    common answers `cap` without counting (see Common)."""
+    common answers `cap` without counting (search_common.Common)."""
     index = str(s.get_bind().url)
     counts = [cap if COMMON.holds(index, match, cap) else None for match in matches]
     unknown = [match for match, n in zip(matches, counts) if n is None]
@@ -196,43 +195,11 @@ def _counts(s: Session, matches: list[str], cap: int) -> list[int]:
         counted = iter(_run(s, _counting(len(unknown)), {**params, "cap": cap}).fetchone())
         counts = [next(counted) if n is None else n for n in counts]
         for match, n in zip(matches, counts):
-            if n >= BUDGET:
-                COMMON.add(index, match)
+            COMMON.counted(index, match, n)
     return counts
 
 
-class Common:
-    """Queries that matched at least BUDGET rows of the whole index when last counted, for `ttl` seconds.
-
-    A common word's count reaches the cap on every search (2,000 rows walked per term: a third of a recall
-    search's SQLite time at 100k messages), and a transcript is append-only (no store deletes a message),
-    so a count that reached the budget stays there. `ttl` bounds what a deletion made by hand could leave:
-    such a query planned as common a while longer (its newest matches rather than a ranking), never a wrong row.
-    """
-
-    def __init__(self, ttl: float = 300.0, size: int = 4096) -> None:
-        self.ttl = ttl
-        self.size = size
-        self._until: OrderedDict[tuple[str, str], float] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def holds(self, index: str, match: str, cap: int) -> bool:
-        """Whether the query is known to match at least `cap` rows (never above BUDGET)."""
-        if cap > BUDGET:
-            return False
-        with self._lock:
-            until = self._until.get((index, match))
-        return until is not None and until > time.monotonic()
-
-    def add(self, index: str, match: str) -> None:
-        with self._lock:
-            self._until[(index, match)] = time.monotonic() + self.ttl
-            self._until.move_to_end((index, match))
-            while len(self._until) > self.size:
-                self._until.popitem(last=False)
-
-
-COMMON = Common()
+COMMON = Common(BUDGET)  # queries known to match the budget's rows: not counted again
 
 
 @lru_cache(maxsize=16)

@@ -1,6 +1,6 @@
 """SQLite's search statements run on the driver connection (search_sqlite._run): what the database refuses still
 reaches the caller as SQLAlchemy's errors, a refused query answering no hits. A query matching more rows of the
-whole index than the ranking budget is counted once, not on every search (search_sqlite.Common)."""
+whole index than the ranking budget is counted once, not on every search (search_common.Common)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from shared.stores import search_sqlite, sessions
 from shared.stores.search import search_messages
 from shared.stores.search_scope import Scope
-from shared.stores.search_sqlite import BUDGET, Common
+from shared.stores.search_common import Common
+from shared.stores.search_sqlite import BUDGET
 from tests.support.factories import make_session, make_user
 from tests.support.statements import statements_of
 
@@ -41,7 +42,7 @@ def test_any_other_database_error_is_raised_as_sqlalchemys(db, history, monkeypa
 
 
 def test_a_common_word_is_counted_once_and_every_search_finds_the_same(db, history, monkeypatch):
-    monkeypatch.setattr(search_sqlite, "COMMON", Common())
+    monkeypatch.setattr(search_sqlite, "COMMON", Common(BUDGET))
     chats = [make_session(db, history.id) for _ in range(3)]
     sessions.bulk_insert_messages(db, [
         {"session_id": chats[i % 3].id, "role": "user", "content": "a quokka sighting"}
@@ -60,7 +61,7 @@ def test_a_common_word_is_counted_once_and_every_search_finds_the_same(db, histo
 
 
 def test_a_common_query_is_forgotten_after_its_time():
-    common = Common(ttl=60.0, size=2)
+    common = Common(BUDGET, ttl=60.0, size=2)
     common.add("index", "quokka")
     assert common.holds("index", "quokka", BUDGET) and common.holds("index", "quokka", 10)
     assert not common.holds("index", "quokka", BUDGET + 1), "more than the budget was never counted"
@@ -68,6 +69,6 @@ def test_a_common_query_is_forgotten_after_its_time():
     common.add("index", "wombat")
     common.add("index", "numbat")
     assert not common.holds("index", "quokka", BUDGET), "the oldest entry made room"
-    stale = Common(ttl=-1.0)
+    stale = Common(BUDGET, ttl=-1.0)
     stale.add("index", "quokka")
     assert not stale.holds("index", "quokka", BUDGET)
