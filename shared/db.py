@@ -4,7 +4,8 @@ Stores open transactions with `db.read()` or `db.write()`. On SQLite a write tra
 with `BEGIN IMMEDIATE` under a writer lock shared by every thread and process on the file
 (shared/writer_lock.py), so two writers never deadlock on a lock upgrade, "database is locked"
 never reaches a caller, and a writer waiting for another process is woken the moment its turn
-comes; the busy timeout covers processes that do not take the lock.
+comes; the busy timeout covers processes that do not take the lock. On Postgres a read runs outside a
+transaction unless it asks for one (`db.read(transaction=True)`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ class Database:
         path = url.split("///", 1)[1] if "///" in url else ""
         self._write_lock: WriterLock | None = writer_lock_for(path) if self.is_sqlite else None
         self.engine = self._make_engine(url, echo)
+        # Postgres reads run each statement on its own (autocommit): under READ COMMITTED a read
+        # transaction gives every statement its own snapshot anyway, so it only added a BEGIN and a
+        # ROLLBACK round trip to every read (bench/README "Reads without a transaction").
+        self._reader = self.engine if self.is_sqlite else self.engine.execution_options(isolation_level="AUTOCOMMIT")
 
     def _make_engine(self, url: str, echo: bool) -> Engine:
         if not self.is_sqlite:
@@ -63,9 +68,14 @@ class Database:
         return engine
 
     @contextmanager
-    def read(self) -> Iterator[Session]:
-        """A session for reads; nothing is committed."""
-        with Session(self.engine, expire_on_commit=False) as session:
+    def read(self, *, transaction: bool = False) -> Iterator[Session]:
+        """A session for reads; nothing is committed.
+
+        On Postgres its statements run outside a transaction unless `transaction` is set: a read that
+        needs one (`SET LOCAL`, a lock held until the end) asks for it. On SQLite a read is always one
+        transaction, so all of its statements see one snapshot.
+        """
+        with Session(self.engine if transaction else self._reader, expire_on_commit=False) as session:
             yield session
 
     @contextmanager

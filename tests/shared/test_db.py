@@ -106,3 +106,29 @@ def test_a_pooled_postgres_connection_the_server_dropped_is_replaced_before_use(
     finally:
         pooled.dispose()
         other.dispose()
+
+
+def test_a_postgres_read_holds_no_transaction_open_and_a_write_after_it_still_rolls_back(db):
+    """A read's statements run on their own (no BEGIN/ROLLBACK round trips, no 'idle in transaction' session
+    holding back vacuum); the same pooled connection, handed to a write next, is a transaction again."""
+    if db.is_sqlite:
+        pytest.skip("Postgres' autocommit reads; a SQLite read is one transaction over one snapshot")
+    probe = Database(db.url)
+    try:
+        with probe.read() as s:
+            pid = s.execute(text("SELECT pg_backend_pid()")).scalar()
+            with db.read() as other:
+                state = other.execute(text("SELECT state FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}).scalar()
+            assert state == "idle"
+        with probe.read(transaction=True) as s:  # a read that asks for one gets one: SET LOCAL holds in it
+            s.execute(text("SET LOCAL enable_seqscan = off"))
+            assert s.execute(text("SHOW enable_seqscan")).scalar() == "off"
+        marker = f"rolled-back-{uuid.uuid4().hex[:20]}"
+        with pytest.raises(RuntimeError), probe.write() as s:
+            assert s.execute(text("SELECT pg_backend_pid()")).scalar() == pid  # the read's connection, reused
+            s.execute(text("INSERT INTO users (id, name, created_at) VALUES (:id, :id, now())"), {"id": marker})
+            raise RuntimeError("the write fails after its insert")
+        with probe.read() as s:
+            assert s.execute(text("SELECT count(*) FROM users WHERE id = :id"), {"id": marker}).scalar() == 0
+    finally:
+        probe.dispose()
