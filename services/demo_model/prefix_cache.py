@@ -47,8 +47,10 @@ def _canonical(value: object) -> str:
     return _ENCODE(_unmarked(value))
 
 
-# A session's every request repeats its history: a plain message (text fields only) is encoded once. Bounded: a
-# long-running demo server must not grow without bound.
+# A session's every request repeats its history: a plain message (text fields only) is encoded once, found again
+# by its fields in the order they came (a key in another order is only a second entry of the same text; sorting
+# the fields for the key cost more than the rest of the lookup). Bounded: a long-running demo server must not
+# grow without bound.
 _PLAIN_KEPT = 50_000
 _plain: dict[tuple, str] = {}
 _plain_lock = threading.Lock()
@@ -56,16 +58,20 @@ _plain_lock = threading.Lock()
 
 def _message(message: object) -> str:
     """`_canonical` of one message, remembered when every field of it is text."""
-    if not isinstance(message, dict) or not all(isinstance(v, str) for v in message.values()):
+    if not isinstance(message, dict):
         return _canonical(message)
-    key = tuple(sorted(message.items()))
-    text = _plain.get(key)
+    try:
+        key = tuple(message.items())
+        text = _plain.get(key)  # a list or dict among the values cannot be hashed: not a plain message
+    except TypeError:
+        return _canonical(message)
     if text is None:
         text = _canonical(message)
-        with _plain_lock:
-            if len(_plain) >= _PLAIN_KEPT:
-                _plain.clear()
-            _plain[key] = text
+        if all(isinstance(v, str) for v in message.values()):
+            with _plain_lock:
+                if len(_plain) >= _PLAIN_KEPT:
+                    _plain.clear()
+                _plain[key] = text
     return text
 
 
