@@ -111,7 +111,7 @@ def ingest(db: Database, sample: dict) -> Stored:
 
 
 def evidence_of(qa: dict) -> set[str]:
-    """The question's evidence dia_ids; one entry of the data file holds two ("D8:6; D9:17")."""
+    """The question's evidence dia_ids; an entry may name several, separated by ";"."""
     return {part.strip() for entry in qa.get("evidence") or [] for part in entry.split(";") if part.strip()}
 
 

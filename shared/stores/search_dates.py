@@ -1,4 +1,4 @@
-"""Dates named in a query ("on 7 July, 2023", "in May 2023", "June"), matched against when a message was sent."""
+"""Dates named in a query ("on 4 March, 2021", "in May 2019", "August"), matched against when a message was sent."""
 
 from __future__ import annotations
 

@@ -13,13 +13,13 @@ from tests.shared.test_search_query import HOSTILE
 from tests.support.factories import make_session, make_user
 
 CHAT = [
-    ("user", "Priya: I went to a grief support group yesterday; it helped more than I expected."),
-    ("assistant", "Tomas: Glad it helped. I am painting a sunrise over the harbour these days."),
-    ("user", "Priya: My group meets every Tuesday; support matters."),
+    ("user", "Priya: I went to an evening choir rehearsal yesterday; it was calmer than I expected."),
+    ("assistant", "Tomas: Good for you. I am sketching lighthouses along the coast these days."),
+    ("user", "Priya: My rehearsal is every Tuesday; singing calms me."),
     ("assistant", "Tomas: We are deploying the new chat-send service to staging on Friday."),
     ("user", "Priya: What should I cook for dinner?"),
     ("assistant", "Tomas: A mushroom risotto, slowly stirred."),
-    ("tool", "tool output that mentions a support group and risotto"),
+    ("tool", "tool output that mentions a choir rehearsal and risotto"),
     ("user", "Priya: 我们上周去桂林旅游了，山水很美。"),
 ]
 
@@ -37,30 +37,30 @@ def found(db, user_id, query, **kwargs) -> list[str]:
 
 
 def test_a_natural_question_finds_the_message_that_answers_it(db, user, chat):
-    hits = search_messages(db, user.id, "When did Priya go to the grief support group?")
+    hits = search_messages(db, user.id, "When did Priya go to the evening choir rehearsal?")
     assert hits[0].content == CHAT[0][1]
     assert hits[0].role == "user" and hits[0].score > 0 and hits[0].coverage == 1.0
 
 
 def test_words_are_found_by_their_stem_and_irregular_forms(db, user, chat):
-    assert found(db, user.id, "painted sunrises")[0] == CHAT[1][1]
-    assert found(db, user.id, "go support")[0] == CHAT[0][1]
+    assert found(db, user.id, "sketched lighthouse")[0] == CHAT[1][1]
+    assert found(db, user.id, "go choir")[0] == CHAT[0][1]
 
 
 def test_every_hit_holds_a_term_itself(db, user, chat):
-    assert all(h.coverage > 0 for h in search_messages(db, user.id, "dinner risotto tuesday sunrise"))
+    assert all(h.coverage > 0 for h in search_messages(db, user.id, "dinner risotto tuesday lighthouse"))
 
 
 def test_a_quoted_phrase_must_appear_as_written(db, user, chat):
-    assert found(db, user.id, '"support group"') == [CHAT[0][1]]
+    assert found(db, user.id, '"choir rehearsal"') == [CHAT[0][1]]
 
 
 def test_prefix_and_operators_are_honoured(db, user, chat):
     assert found(db, user.id, "deploy*") == [CHAT[3][1]]
     assert found(db, user.id, "chat-send") == [CHAT[3][1]]
-    assert found(db, user.id, "support AND tuesday") == [CHAT[2][1]]
-    assert CHAT[0][1] not in found(db, user.id, "support NOT yesterday")
-    assert found(db, user.id, "support NOT yesterday")[0] == CHAT[2][1]
+    assert found(db, user.id, "rehearsal AND tuesday") == [CHAT[2][1]]
+    assert CHAT[0][1] not in found(db, user.id, "rehearsal NOT yesterday")
+    assert found(db, user.id, "rehearsal NOT yesterday")[0] == CHAT[2][1]
 
 
 @pytest.mark.parametrize("query", HOSTILE)
@@ -83,21 +83,21 @@ def test_tool_results_are_not_indexed(db, user, chat):
 def test_another_users_messages_never_appear(db, user, chat):
     other = make_user(db)
     theirs = make_session(db, other.id)
-    sessions.append_messages(db, theirs.id, [{"role": "user", "content": "grief support group secret notes"}])
-    assert "grief support group secret notes" not in found(db, user.id, "grief support group secret")
-    assert found(db, other.id, "secret") == ["grief support group secret notes"]
+    sessions.append_messages(db, theirs.id, [{"role": "user", "content": "evening choir rehearsal secret notes"}])
+    assert "evening choir rehearsal secret notes" not in found(db, user.id, "evening choir rehearsal secret")
+    assert found(db, other.id, "secret") == ["evening choir rehearsal secret notes"]
     assert found(db, other.id, "risotto") == []
 
 
 def test_session_role_and_exclusion_filters(db, user, chat):
     session, _ = chat
     later = make_session(db, user.id)
-    sessions.append_messages(db, later.id, [{"role": "assistant", "content": "Another support group story."}])
-    assert {h.session_id for h in search_messages(db, user.id, "support", session_id=later.id)} == {later.id}
-    assert later.id not in {h.session_id for h in search_messages(db, user.id, "support", exclude_session_id=later.id)}
-    assert {h.role for h in search_messages(db, user.id, "support group", role="assistant")} == {"assistant"}
-    assert search_messages(db, user.id, "support", role="tool") == []
-    assert {h.role for h in search_messages(db, user.id, "support", role="user, nonsense")} == {"user"}
+    sessions.append_messages(db, later.id, [{"role": "assistant", "content": "Another choir rehearsal story."}])
+    assert {h.session_id for h in search_messages(db, user.id, "rehearsal", session_id=later.id)} == {later.id}
+    assert later.id not in {h.session_id for h in search_messages(db, user.id, "rehearsal", exclude_session_id=later.id)}
+    assert {h.role for h in search_messages(db, user.id, "choir rehearsal", role="assistant")} == {"assistant"}
+    assert search_messages(db, user.id, "rehearsal", role="tool") == []
+    assert {h.role for h in search_messages(db, user.id, "rehearsal", role="user, nonsense")} == {"user"}
 
 
 def test_limit_and_time_order(db, user):
@@ -170,12 +170,12 @@ def test_a_broad_query_ranks_its_rare_terms_and_fills_with_the_newest_matches(db
 
 def test_a_date_in_the_question_ranks_what_was_said_that_day_first(db, user):
     session = make_session(db, user.id)
-    said = [("I baked a lemon cake for the party.", datetime(2023, 7, 7, tzinfo=timezone.utc)),
-            ("I baked a lemon cake again, with more sugar.", datetime(2023, 9, 1, tzinfo=timezone.utc))]
+    said = [("I baked a lemon cake for the party.", datetime(2021, 3, 4, tzinfo=timezone.utc)),
+            ("I baked a lemon cake again, with more sugar.", datetime(2021, 11, 20, tzinfo=timezone.utc))]
     sessions.append_messages(db, session.id, [{"role": "user", "content": c, "created_at": t} for c, t in said])
-    assert found(db, user.id, "What did I bake on 7 July, 2023?")[0] == said[0][0]
-    assert found(db, user.id, "What did I bake in September 2023?")[0] == said[1][0]
-    assert found(db, user.id, "What did I bake on September 1?")[0] == said[1][0]
+    assert found(db, user.id, "What did I bake on 4 March 2021?")[0] == said[0][0]
+    assert found(db, user.id, "What did I bake in November 2021?")[0] == said[1][0]
+    assert found(db, user.id, "What did I bake on November 20?")[0] == said[1][0]
 
 
 def test_a_verb_form_finds_its_irregular_forms(db, user):
@@ -185,12 +185,12 @@ def test_a_verb_form_finds_its_irregular_forms(db, user):
 
 
 def test_a_negation_is_not_a_verb_form(db, user):
-    """"won't" is "will not", never "won" as in "win": the team's victory is no hit for a quitting question."""
+    """"won't" is "will not", never "won" as in "win": a won game is no hit for a question about a promise."""
     session = make_session(db, user.id)
-    said = ["We won the cup final last night!", "I told my coach I will never quit the team."]
+    said = ["We won the chess tournament on Sunday!", "I promised my landlord I will never paint the hallway."]
     sessions.append_messages(db, session.id, [{"role": "user", "content": c} for c in said])
-    assert found(db, user.id, "What did I tell my coach I won't do?") == [said[1]]
-    assert found(db, user.id, "Which final have we won?") == [said[0]]
+    assert found(db, user.id, "What did I promise my landlord I won't do?") == [said[1]]
+    assert found(db, user.id, "Which tournament have we won?") == [said[0]]
 
 
 def test_a_word_said_more_often_ranks_higher_in_the_message_and_in_its_context(db, user):

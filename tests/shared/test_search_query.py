@@ -24,8 +24,8 @@ def words(query: str) -> list[tuple[str, ...]]:
 
 
 def test_a_natural_question_keeps_its_content_words_only():
-    assert words("When did Priya go to the grief support group?") == [
-        ("priya",), ("go", "gone", "went"), ("grief",), ("support",), ("group",),
+    assert words("When did Priya go to the evening choir rehearsal?") == [
+        ("priya",), ("go", "gone", "went"), ("evening",), ("choir",), ("rehearsal",),
     ]
 
 
@@ -34,14 +34,14 @@ def test_a_query_of_stop_words_only_keeps_them_rather_than_searching_nothing():
 
 
 def test_a_negated_auxiliary_is_a_stop_word_straight_or_curly():
-    assert words("What did he say he won't do?") == words("What did he say he won’t do?") == [("said", "say"),]
+    assert words("Why did she say she won't?") == words("Why did she say she won’t?") == [("said", "say"),]
     assert words("who won't lose") == [("lose", "lost")]
     assert words("who won") == [("win", "won")]
 
 
 def test_quoted_phrases_are_required_and_plain_words_are_alternatives():
-    parsed = parse_query('"support group" priya')
-    assert [(t.atoms[0].text, t.required) for t in parsed.terms] == [("support group", True), ("priya", False)]
+    parsed = parse_query('"choir rehearsal" priya')
+    assert [(t.atoms[0].text, t.required) for t in parsed.terms] == [("choir rehearsal", True), ("priya", False)]
 
 
 def test_and_requires_both_neighbours_and_not_excludes_the_next_word():
@@ -92,6 +92,6 @@ def test_any_text_renders_only_quoted_letters_and_digits_for_tsquery(text):
 
 def test_dates_named_in_a_query_are_read_and_verbs_are_not():
     assert named_dates("on 9 February, 2022") == (Day(2, 9, 2022),)
-    assert named_dates("on October 13, 2023 and in May 2022") == (Day(10, 13, 2023), Day(5, None, 2022))
-    assert named_dates("When did she go camping in June?") == (Day(6),)
+    assert named_dates("on November 20, 2021 and in May 2019") == (Day(11, 20, 2021), Day(5, None, 2019))
+    assert named_dates("What did we pack for the hike in August?") == (Day(8),)
     assert named_dates("May I ask what march they joined?") == ()
