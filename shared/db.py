@@ -40,9 +40,6 @@ class Database:
         path = url.split("///", 1)[1] if "///" in url else ""
         self._write_lock: WriterLock | None = writer_lock_for(path) if self.is_sqlite else None
         self.engine = self._make_engine(url, echo)
-        # Postgres reads run each statement on its own (autocommit): under READ COMMITTED a read
-        # transaction gives every statement its own snapshot anyway, so it only added a BEGIN and a
-        # ROLLBACK round trip to every read (bench/README "Reads without a transaction").
         self._reader = self.engine if self.is_sqlite else self.engine.execution_options(isolation_level="AUTOCOMMIT")
 
     def _make_engine(self, url: str, echo: bool) -> Engine:
@@ -71,7 +68,9 @@ class Database:
     def read(self, *, transaction: bool = False) -> Iterator[Session]:
         """A session for reads; nothing is committed.
 
-        On Postgres its statements run outside a transaction unless `transaction` is set: a read that
+        On Postgres its statements run outside a transaction (autocommit) unless `transaction` is set: under
+        READ COMMITTED each statement of a read transaction took its own snapshot anyway, and the transaction
+        only added a BEGIN and a ROLLBACK round trip (bench/README "Reads without a transaction"). A read that
         needs one (`SET LOCAL`, a lock held until the end) asks for it. On SQLite a read is always one
         transaction, so all of its statements see one snapshot.
         """
