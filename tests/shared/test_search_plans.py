@@ -1,0 +1,49 @@
+"""Postgres' search plans: a search reaches the messages it ranks through an index, whatever the planner's
+statistics say (a new server's tables, or a server run with autovacuum off, have none)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import event, text
+
+from shared.stores import sessions
+from shared.stores.search import search_messages
+from tests.support.factories import make_session, make_user
+
+
+def _scanned(plan: dict) -> set[str]:
+    """The relations a plan (EXPLAIN's JSON node) reads with a sequential scan."""
+    found = {plan["Relation Name"]} if plan.get("Node Type") == "Seq Scan" else set()
+    for child in plan.get("Plans", []):
+        found |= _scanned(child)
+    return found
+
+
+def test_a_ranked_search_on_tables_never_analyzed_reads_messages_by_their_index(db):
+    if db.is_sqlite:
+        pytest.skip("Postgres' planner; SQLite's search reads FTS5 and rowids")
+    user = make_user(db)
+    earlier, current = make_session(db, user.id), make_session(db, user.id)
+    sessions.append_messages(db, earlier.id, [{"role": "user", "content": f"lighthouse sketch number {i}"}
+                                              for i in range(300)])
+    with db.read() as s:
+        analyzed = s.execute(text("SELECT coalesce(last_analyze, last_autoanalyze) FROM pg_stat_user_tables "
+                                  "WHERE relname = 'messages'")).scalar()
+    if analyzed is not None:
+        pytest.skip("autovacuum analyzed this test database already; the plan is only at risk without statistics")
+    plans: list[dict] = []
+
+    def explain(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().startswith("WITH matched"):  # the ranked statement, in the search's transaction
+            with cursor.connection.cursor() as c:
+                c.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
+                plans.append(c.fetchone()[0][0]["Plan"])
+
+    event.listen(db.engine, "after_cursor_execute", explain)
+    try:
+        hits = search_messages(db, user.id, "lighthouse sketch", exclude_session_id=current.id, limit=5)
+    finally:
+        event.remove(db.engine, "after_cursor_execute", explain)
+    assert len(hits) == 5 and plans
+    for plan in plans:  # without statistics the planner expected one match and scanned messages once per match
+        assert not _scanned(plan) & {"messages", "message_search"}
