@@ -73,9 +73,20 @@ class Database:
         only added a BEGIN and a ROLLBACK round trip (bench/README "Reads without a transaction"). A read that
         needs one (`SET LOCAL`, a lock held until the end) asks for it. On SQLite a read is always one
         transaction, so all of its statements see one snapshot.
+
+        A read transaction on Postgres ends with a COMMIT, not a ROLLBACK: psycopg forgets every statement it
+        has prepared on a connection that runs a ROLLBACK (and deallocates them on the server), so one search
+        a turn kept the worker's pooled connections from ever reaching a prepared statement, and the server
+        parsed and planned each of the turn's statements again. Nothing was written; the COMMIT ends the same
+        transaction the same way (an error inside still rolls back).
         """
-        with Session(self.engine if transaction else self._reader, expire_on_commit=False) as session:
+        if not transaction or self.is_sqlite:
+            with Session(self.engine if transaction else self._reader, expire_on_commit=False) as session:
+                yield session
+            return
+        with Session(self.engine, expire_on_commit=False) as session:
             yield session
+            session.commit()
 
     @contextmanager
     def write(self) -> Iterator[Session]:

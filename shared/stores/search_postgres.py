@@ -155,6 +155,15 @@ def is_query_error(exc: DBAPIError) -> bool:
     return getattr(exc.orig, "sqlstate", None) == SYNTAX_ERROR
 
 
+def custom_plans(s: Session) -> None:
+    """Plan each of this search's statements for its own values, even once psycopg has prepared it.
+
+    How many documents a query matches decides the plan (the budget exists because it varies by orders of
+    magnitude), and a prepared statement's generic plan would be chosen for no value in particular. The
+    turn's other statements, simple lookups by key, keep their prepared plans."""
+    s.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+
+
 def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -> list[Candidate]:
     """The best `pool` messages by BM25, or `few` newest unranked, within the budget (see search_budget)."""
     joins, where, params = scope.indexed()

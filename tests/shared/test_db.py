@@ -132,3 +132,23 @@ def test_a_postgres_read_holds_no_transaction_open_and_a_write_after_it_still_ro
             assert s.execute(text("SELECT count(*) FROM users WHERE id = :id"), {"id": marker}).scalar() == 0
     finally:
         probe.dispose()
+
+
+def test_a_postgres_statement_run_often_stays_prepared_across_read_transactions(db):
+    """psycopg prepares a statement a connection runs often (the server then neither parses nor plans it
+    again); a read transaction between two runs must not make it forget (a ROLLBACK does: a search a turn kept
+    every statement of the worker's turns unprepared)."""
+    if db.is_sqlite:
+        pytest.skip("psycopg's prepared statements")
+    probe = Database(db.url)
+    try:
+        for _ in range(8):
+            with probe.read() as s:
+                s.execute(text("SELECT count(*) FROM users WHERE name = :name"), {"name": "nobody"})
+            with probe.read(transaction=True) as s:
+                s.execute(text("SET LOCAL enable_seqscan = off"))
+        with probe.read() as s:
+            prepared = s.execute(text("SELECT statement FROM pg_prepared_statements")).scalars().all()
+        assert any("FROM users WHERE name" in statement for statement in prepared)
+    finally:
+        probe.dispose()
