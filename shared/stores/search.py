@@ -100,7 +100,7 @@ def search_messages(
     try:
         with db.read(transaction=True) as s:  # Postgres' search sets planner options for a statement (SET LOCAL)
             if not db.is_sqlite:
-                search_postgres.custom_plans(s)
+                search_postgres.planner_settings(s)
             if timed:
                 return _by_time(s, db.is_sqlite, backend, parsed, scope, limit, sort == "newest")
             hits = _rank(s, backend, parsed, scope, limit, semantic, named_dates(query or ""), pool)

@@ -155,13 +155,20 @@ def is_query_error(exc: DBAPIError) -> bool:
     return getattr(exc.orig, "sqlstate", None) == SYNTAX_ERROR
 
 
-def custom_plans(s: Session) -> None:
-    """Plan each of this search's statements for its own values, even once psycopg has prepared it.
+def planner_settings(s: Session) -> None:
+    """Set, for the rest of the search's transaction, how its statements are planned (one round trip).
 
-    How many documents a query matches decides the plan (the budget exists because it varies by orders of
-    magnitude), and a prepared statement's generic plan would be chosen for no value in particular. The
-    turn's other statements, simple lookups by key, keep their prepared plans."""
-    s.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+    - Each statement is planned for its own values, even once psycopg has prepared it: how many documents a
+      query matches decides the plan (the budget exists because it varies by orders of magnitude), and a
+      prepared statement's generic plan would be chosen for no value in particular. The turn's other
+      statements, lookups by key, keep their prepared plans.
+    - No sequential scans: every statement of a search reads a user's messages through an index (the user's
+      documents, GIN matches, a budget's matches joined to messages by primary key). Left to its statistics
+      the planner scanned instead: with tables never analyzed (autovacuum off, or a new server before its
+      first autoanalyze) it expected one match and scanned messages once per match (a search of 400 matches
+      took 14.5 ms on the server, 0.2 ms through the index); with the estimate of a common word under a
+      LIMIT it scanned message_search for the newest 200 of 2,080 matches (55,531 rows, 62 ms at 100k)."""
+    s.execute(text("SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_seqscan = off"))
 
 
 def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -> list[Candidate]:
@@ -231,29 +238,12 @@ def _ranked(s: Session, parsed: ParsedQuery, joins: str, where: str, params: dic
         return {}
     tf = _TF_UNNESTED.format(prefixes=_PREFIXES) if prefixes else _TF_RANKED
     sql = _RANK.format(matched=matched, joins=joins, where=where, tf=tf)
-    values = {
+    rows = s.execute(text(sql), {
         **params, "match": tsquery_match(parsed), "lexemes": lexemes, "prefixes": prefixes,
         "queries": [_lexeme_query(lexeme) for lexeme in lexemes], "once": REPEATED,
         "total": _total(s), "pool": pool,
-    }
-    rows = _without_seqscan(s, sql, values)
+    })
     return {r[0]: Candidate(r[0], float(r[1]), r[2], r[3]) for r in rows}
-
-
-def _without_seqscan(s: Session, sql: str, values: dict) -> list:
-    """Run one statement with sequential scans off, so every join to messages goes through an index.
-
-    Both statements that need it join at most a budget's matches to their messages by primary key. Left
-    to its statistics the planner scanned instead: with tables never analyzed (autovacuum off, or a new
-    server before its first autoanalyze) it expected one match and scanned messages once per match (a
-    search of 400 matches took 14.5 ms on the server, 0.2 ms through the index); with the estimate of a
-    common word under a LIMIT it scanned message_search for the newest 200 of 2,080 matches (55,531
-    rows, 62 ms at 100k messages)."""
-    s.execute(text("SET LOCAL enable_seqscan = off"))
-    try:
-        return s.execute(text(sql), values).all()
-    finally:
-        s.execute(text("SET LOCAL enable_seqscan = on"))
 
 
 def _lexeme_query(lexeme: str) -> str:
@@ -327,9 +317,9 @@ def _windows(s: Session, match: str, joins: str, where: str, params: dict, few: 
 def _gin_newest(s: Session, match: str, joins: str, where: str, params: dict, few: int,
                 window: dict | None) -> tuple[int, dict[int, Candidate]]:
     """How many of the user's documents the body index matched (in the `window` of ids, if given), and
-    the `few` newest of them in the scope (sequential scans off: see `_without_seqscan`)."""
+    the `few` newest of them in the scope."""
     sql = _NEWEST_MATCHED.format(joins=joins, where=where, window=_WINDOW if window else "")
-    rows = _without_seqscan(s, sql, {**params, **(window or {}), "match": match, "few": few})
+    rows = s.execute(text(sql), {**params, **(window or {}), "match": match, "few": few}).all()
     return rows[0][0], {r[1]: Candidate(r[1], 0.0, r[2], r[3]) for r in rows if r[1] is not None}
 
 
