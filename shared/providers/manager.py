@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from shared.config import Settings
 from shared.providers.base import MemoryProvider, ProviderContext
+from shared.providers.daemon_threads import DaemonThreads
 from shared.providers.registry import import_modules, provider_class, registered_names
 from shared.providers.session_queue import SessionQueue
 
@@ -37,7 +38,7 @@ class _Pending:
 
     def __init__(self, key: tuple) -> None:
         self.key = key
-        self.thread: threading.Thread | None = None
+        self.done: threading.Event | None = None
         self.text: str | None = None
 
 
@@ -52,6 +53,7 @@ class ProviderManager:
         self._prefetching: OrderedDict[str, _Pending] = OrderedDict()
         self._initialised: OrderedDict[str, None] = OrderedDict()
         self._syncs = SessionQueue()
+        self._prefetches = DaemonThreads("prefetch")
 
     @property
     def active(self) -> bool:
@@ -89,16 +91,14 @@ class ProviderManager:
             return False
         with self._lock:
             pending = self._prefetching.get(ctx.session_id)
-            if pending is not None and pending.thread.is_alive():
+            if pending is not None and not pending.done.is_set():
                 return pending.key == (ctx.turn_id, query)
             pending = _Pending((ctx.turn_id, query))
-            pending.thread = threading.Thread(target=self._prefetch_into, args=(query, ctx, pending), daemon=True,
-                                              name=f"prefetch-{ctx.session_id}")
             self._prefetching[ctx.session_id] = pending
             self._prefetching.move_to_end(ctx.session_id)
             while len(self._prefetching) > TRACKED_SESSIONS:
                 self._prefetching.popitem(last=False)
-            pending.thread.start()
+            pending.done = self._prefetches.run(lambda: self._prefetch_into(query, ctx, pending))
         return True
 
     def prefetch_started(self, query: str, ctx: ProviderContext) -> bool:
@@ -123,8 +123,7 @@ class ProviderManager:
                 return None
             with self._lock:
                 pending = self._prefetching.get(ctx.session_id)
-        pending.thread.join(self.timeout)
-        if pending.thread.is_alive():
+        if not pending.done.wait(self.timeout):
             log.warning("memory prefetch took longer than %.1f s; the turn goes on without it", self.timeout)
             return None
         with self._lock:
