@@ -14,7 +14,8 @@ and one after a stretch of work subtract to that work's profile).
 `HSTACK_PROBE_CPU="pkg.module:func,pkg.module:Class.method,…"` times the CPU of the calling thread
 (`time.thread_time`, so waiting for I/O or a lock is not counted and no profiler skews it) inside each
 named function, callees included; the totals (ms) and call counts are written with the counters as
-`cpu <name>` and `calls <name>`. The functions are wrapped once the worker is ready (every module loaded; the
+`cpu <name>` and `calls <name>`, beside `wall <name>`, the wall time inside it (CPU plus waiting: the
+database server, a lock, the GIL). The functions are wrapped once the worker is ready (every module loaded; the
 api at its first dump, after the bench's warm-up), in every module that imported them by name (a function an
 object holds, such as the api's `app.state.enqueue`, stays unwrapped).
 """
@@ -159,13 +160,15 @@ def _timed(name: str, fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        start = time.thread_time()
+        start, wall = time.thread_time(), time.perf_counter()
         try:
             return fn(*args, **kwargs)
         finally:
             spent = (time.thread_time() - start) * 1000
+            waited = (time.perf_counter() - wall) * 1000
             with _LOCK:
                 COUNTS[f"cpu {name}"] += spent
+                COUNTS[f"wall {name}"] += waited
                 COUNTS[f"calls {name}"] += 1
 
     return wrapper
