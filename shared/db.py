@@ -5,7 +5,8 @@ with `BEGIN IMMEDIATE` under a writer lock shared by every thread and process on
 (shared/writer_lock.py), so two writers never deadlock on a lock upgrade, "database is locked"
 never reaches a caller, and a writer waiting for another process is woken the moment its turn
 comes; the busy timeout covers processes that do not take the lock. On Postgres a read runs outside a
-transaction unless it asks for one (`db.read(transaction=True)`).
+transaction; one that needs planner settings of its own (`db.read(planner=...)`) gets them from a pool
+whose connections keep them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlmodel import Session, create_engine
 
@@ -41,6 +42,8 @@ class Database:
         self._write_lock: WriterLock | None = writer_lock_for(path) if self.is_sqlite else None
         self.engine = self._make_engine(url, echo)
         self._reader = self.engine if self.is_sqlite else self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._planned: dict[tuple[tuple[str, str], ...], Engine] = {}
+        self._echo = echo
 
     def _make_engine(self, url: str, echo: bool) -> Engine:
         if not self.is_sqlite:
@@ -65,28 +68,33 @@ class Database:
         return engine
 
     @contextmanager
-    def read(self, *, transaction: bool = False) -> Iterator[Session]:
+    def read(self, *, planner: tuple[tuple[str, str], ...] = ()) -> Iterator[Session]:
         """A session for reads; nothing is committed.
 
-        On Postgres its statements run outside a transaction (autocommit) unless `transaction` is set: under
-        READ COMMITTED each statement of a read transaction took its own snapshot anyway, and the transaction
-        only added a BEGIN and a ROLLBACK round trip (bench/README "Reads without a transaction"). A read that
-        needs one (`SET LOCAL`, a lock held until the end) asks for it. On SQLite a read is always one
+        On Postgres its statements run outside a transaction (autocommit): under READ COMMITTED each statement
+        of a read transaction took its own snapshot anyway, and the transaction only added a BEGIN and a
+        ROLLBACK round trip (bench/README "Reads without a transaction"). On SQLite a read is always one
         transaction, so all of its statements see one snapshot.
 
-        A read transaction on Postgres ends with a COMMIT, not a ROLLBACK: psycopg forgets every statement it
-        has prepared on a connection that runs a ROLLBACK (and deallocates them on the server), so one search
-        a turn kept the worker's pooled connections from ever reaching a prepared statement, and the server
-        parsed and planned each of the turn's statements again. Nothing was written; the COMMIT ends the same
-        transaction the same way (an error inside still rolls back).
+        `planner`: Postgres settings (name, value) every statement of this read is planned with, e.g. the
+        search's. They are set once per connection of a small pool kept for them (no SET, no transaction to
+        hold a SET LOCAL, per read); SQLite has no planner settings and ignores them.
         """
-        if not transaction or self.is_sqlite:
-            with Session(self.engine if transaction else self._reader, expire_on_commit=False) as session:
-                yield session
-            return
-        with Session(self.engine, expire_on_commit=False) as session:
+        engine = self._reader if not planner or self.is_sqlite else self._planned_engine(planner)
+        with Session(engine, expire_on_commit=False) as session:
             yield session
-            session.commit()
+
+    def _planned_engine(self, planner: tuple[tuple[str, str], ...]) -> Engine:
+        """The autocommit pool whose connections start with these settings (built on first use)."""
+        engine = self._planned.get(planner)
+        if engine is None:
+            url = make_url(self.url)
+            options = " ".join([url.query.get("options", ""), *(f"-c {name}={value}" for name, value in planner)])
+            engine = create_engine(url, echo=self._echo, pool_size=4, max_overflow=16, pool_use_lifo=True,
+                                   isolation_level="AUTOCOMMIT", connect_args={"options": options.strip()})
+            _ping_when_idle(engine)
+            engine = self._planned.setdefault(planner, engine)
+        return engine
 
     @contextmanager
     def write(self) -> Iterator[Session]:
@@ -109,6 +117,8 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        for engine in self._planned.values():
+            engine.dispose()
 
 
 def _ping_when_idle(engine: Engine) -> None:

@@ -98,9 +98,7 @@ def search_messages(
     timed = sort in ("newest", "oldest")
     semantic = None if timed else _semantic(db, scope, query or "", hybrid)
     try:
-        with db.read(transaction=True) as s:  # Postgres' search sets planner options for a statement (SET LOCAL)
-            if not db.is_sqlite:
-                search_postgres.planner_settings(s)
+        with db.read(planner=search_postgres.PLANNER) as s:
             if timed:
                 return _by_time(s, db.is_sqlite, backend, parsed, scope, limit, sort == "newest")
             hits = _rank(s, backend, parsed, scope, limit, semantic, named_dates(query or ""), pool)

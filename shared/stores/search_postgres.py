@@ -150,25 +150,22 @@ ORDER BY message_id DESC LIMIT :few
 """
 
 
+# How every statement of a search is planned (`db.read(planner=PLANNER)`: set once per pooled connection).
+# - Each for its own values, even once psycopg has prepared it: how many documents a query matches decides the
+#   plan (the budget exists because it varies by orders of magnitude), and a generic plan would be chosen for
+#   no value in particular. The turn's other statements, lookups by key, keep their prepared plans.
+# - No sequential scans: every statement of a search reads a user's messages through an index (the user's
+#   documents, GIN matches, a budget's matches joined to messages by primary key). Left to its statistics the
+#   planner scanned instead: with tables never analyzed (autovacuum off, or a new server before its first
+#   autoanalyze) it expected one match and scanned messages once per match (a search of 400 matches took
+#   14.5 ms on the server, 0.2 ms through the index); with the estimate of a common word under a LIMIT it
+#   scanned message_search for the newest 200 of 2,080 matches (55,531 rows, 62 ms at 100k messages).
+PLANNER = (("plan_cache_mode", "force_custom_plan"), ("enable_seqscan", "off"))
+
+
 def is_query_error(exc: DBAPIError) -> bool:
     """Postgres refused the tsquery text (the parser should never let one through)."""
     return getattr(exc.orig, "sqlstate", None) == SYNTAX_ERROR
-
-
-def planner_settings(s: Session) -> None:
-    """Set, for the rest of the search's transaction, how its statements are planned (one round trip).
-
-    - Each statement is planned for its own values, even once psycopg has prepared it: how many documents a
-      query matches decides the plan (the budget exists because it varies by orders of magnitude), and a
-      prepared statement's generic plan would be chosen for no value in particular. The turn's other
-      statements, lookups by key, keep their prepared plans.
-    - No sequential scans: every statement of a search reads a user's messages through an index (the user's
-      documents, GIN matches, a budget's matches joined to messages by primary key). Left to its statistics
-      the planner scanned instead: with tables never analyzed (autovacuum off, or a new server before its
-      first autoanalyze) it expected one match and scanned messages once per match (a search of 400 matches
-      took 14.5 ms on the server, 0.2 ms through the index); with the estimate of a common word under a
-      LIMIT it scanned message_search for the newest 200 of 2,080 matches (55,531 rows, 62 ms at 100k)."""
-    s.execute(text("SET LOCAL plan_cache_mode = force_custom_plan; SET LOCAL enable_seqscan = off"))
 
 
 def candidates(s: Session, parsed: ParsedQuery, scope: Scope, pool: int, few: int) -> list[Candidate]:

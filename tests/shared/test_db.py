@@ -120,8 +120,8 @@ def test_a_postgres_read_holds_no_transaction_open_and_a_write_after_it_still_ro
             with db.read() as other:
                 state = other.execute(text("SELECT state FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}).scalar()
             assert state == "idle"
-        with probe.read(transaction=True) as s:  # a read that asks for one gets one: SET LOCAL holds in it
-            s.execute(text("SET LOCAL enable_seqscan = off"))
+        with probe.read(planner=(("enable_seqscan", "off"),)) as s:  # its settings' own pool: the read's
+            assert s.execute(text("SELECT pg_backend_pid()")).scalar() != pid  # connection is not handed out
             assert s.execute(text("SHOW enable_seqscan")).scalar() == "off"
         marker = f"rolled-back-{uuid.uuid4().hex[:20]}"
         with pytest.raises(RuntimeError), probe.write() as s:
@@ -134,10 +134,10 @@ def test_a_postgres_read_holds_no_transaction_open_and_a_write_after_it_still_ro
         probe.dispose()
 
 
-def test_a_postgres_statement_run_often_stays_prepared_across_read_transactions(db):
+def test_a_postgres_statement_run_often_stays_prepared_between_reads_searches_and_writes(db):
     """psycopg prepares a statement a connection runs often (the server then neither parses nor plans it
-    again); a read transaction between two runs must not make it forget (a ROLLBACK does: a search a turn kept
-    every statement of the worker's turns unprepared)."""
+    again), and forgets them all when the connection runs a ROLLBACK: no read and no successful write may end
+    with one (a search's read transaction did, once a turn, and kept every statement of the worker unprepared)."""
     if db.is_sqlite:
         pytest.skip("psycopg's prepared statements")
     probe = Database(db.url)
@@ -145,10 +145,33 @@ def test_a_postgres_statement_run_often_stays_prepared_across_read_transactions(
         for _ in range(8):
             with probe.read() as s:
                 s.execute(text("SELECT count(*) FROM users WHERE name = :name"), {"name": "nobody"})
-            with probe.read(transaction=True) as s:
-                s.execute(text("SET LOCAL enable_seqscan = off"))
+            with probe.read(planner=(("enable_seqscan", "off"),)) as s:
+                s.execute(text("SELECT count(*) FROM sessions"))
+            with probe.write() as s:
+                s.execute(text("SELECT count(*) FROM turns"))
         with probe.read() as s:
             prepared = s.execute(text("SELECT statement FROM pg_prepared_statements")).scalars().all()
         assert any("FROM users WHERE name" in statement for statement in prepared)
+    finally:
+        probe.dispose()
+
+
+def test_a_read_with_planner_settings_plans_with_them_and_keeps_the_urls_own_options(db):
+    """The search's settings hold for every statement of its read and for no other read; options the
+    operator put in DATABASE_URL still apply to those connections."""
+    if db.is_sqlite:
+        pytest.skip("Postgres' planner settings; SQLite ignores them")
+    separator = "&" if "?" in db.url else "?"
+    probe = Database(f"{db.url}{separator}options=-c%20statement_timeout%3D4321")
+    planner = (("plan_cache_mode", "force_custom_plan"), ("enable_seqscan", "off"))
+    try:
+        for _ in range(2):  # the second read reuses the pooled connection: its settings stay
+            with probe.read(planner=planner) as s:
+                shown = [s.execute(text(f"SHOW {name}")).scalar() for name in
+                         ("plan_cache_mode", "enable_seqscan", "statement_timeout")]
+            assert shown == ["force_custom_plan", "off", "4321ms"]
+        with probe.read() as s:
+            assert [s.execute(text(f"SHOW {name}")).scalar() for name in ("plan_cache_mode", "enable_seqscan")] \
+                == ["auto", "on"]
     finally:
         probe.dispose()

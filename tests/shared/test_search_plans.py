@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import event, text
+from sqlalchemy.engine import Engine
 
 from shared.stores import sessions
 from shared.stores.search import search_messages
@@ -39,11 +40,11 @@ def test_a_ranked_search_on_tables_never_analyzed_reads_messages_by_their_index(
                 c.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
                 plans.append(c.fetchone()[0][0]["Plan"])
 
-    event.listen(db.engine, "after_cursor_execute", explain)
+    event.listen(Engine, "after_cursor_execute", explain)  # every engine: the search reads from a pool of its own
     try:
         hits = search_messages(db, user.id, "lighthouse sketch", exclude_session_id=current.id, limit=5)
     finally:
-        event.remove(db.engine, "after_cursor_execute", explain)
+        event.remove(Engine, "after_cursor_execute", explain)
     assert len(hits) == 5 and plans
     for plan in plans:  # without statistics the planner expected one match and scanned messages once per match
         assert not _scanned(plan) & {"messages", "message_search"}
