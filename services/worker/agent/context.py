@@ -16,7 +16,7 @@ import redis
 
 from shared.config import Settings
 from shared.db import Database
-from shared.models.sessions import ChatSession
+from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn
 
 log = logging.getLogger(__name__)
@@ -24,13 +24,17 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TurnContext:
-    """What a context builder may look at."""
+    """What a context builder may look at.
+
+    `rows`, after a turn: the turn's stored messages in order, as the attempt that finished it knows them
+    (None when it does not; read them from the database then)."""
 
     settings: Settings
     db: Database
     redis: redis.Redis
     session: ChatSession
     turn: Turn
+    rows: tuple[Message, ...] | None = None
 
 
 ContextBuilder = Callable[[TurnContext], "str | None"]

@@ -81,6 +81,7 @@ class TurnRun:
         self.start: sessions.TurnStart | None = None  # what the turn read before its first call
         self.start_after: int | None = None  # the newest message the transcript cache held then
         self.last_rows: list[dict[str, Any]] = []
+        self.rows: list[Message] | None = None  # the turn's stored rows, once its history is loaded
         self.usage: dict[str, Any] = {
             "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0,
             "iterations": 0,
@@ -132,6 +133,7 @@ class TurnRun:
         """The agent loop; returns the final answer."""
         self.system_prompt = self.frozen_prompt()
         mine = self.load_history()
+        self.rows = list(mine)
         budget = IterationBudget(self.rt.settings.max_iterations,
                                  used=sum(1 for m in mine if m.role == "assistant" and m.tool_calls))
         last = mine[-1]
@@ -321,7 +323,10 @@ class TurnRun:
 
     def store(self, rows: list[dict[str, Any]]) -> list[Message]:
         """Persist rows now."""
-        return sessions.append_messages(self.rt.db, self.turn.session_id, self.keyed(rows))
+        stored = sessions.append_messages(self.rt.db, self.turn.session_id, self.keyed(rows))
+        if self.rows is not None:
+            self.rows += stored
+        return stored
 
     def append(self, rows: list[dict[str, Any]]) -> None:
         """Persist rows and add them to the history the model sees next."""
@@ -341,8 +346,15 @@ class TurnRun:
         self.events.emit(event, data)
         self.record_metrics(outcome.status)
         if self.session is not None:
-            ctx = TurnContext(self.rt.settings, self.rt.db, self.rt.redis, self.session, self.turn)
+            ctx = TurnContext(self.rt.settings, self.rt.db, self.rt.redis, self.session, self.turn, self.stored_rows())
             after_turn(ctx, outcome.status.value, outcome.output)
+
+    def stored_rows(self) -> tuple[Message, ...] | None:
+        """The turn's rows as stored, its last ones included: what the after-turn hooks would read back."""
+        if self.rows is None:
+            return None
+        last = [Message(session_id=self.turn.session_id, **row) for row in self.last_rows]
+        return (*self.rows, *last)
 
     def record_metrics(self, status: TurnStatus) -> None:
         seconds = (utcnow() - self.turn.created_at).total_seconds()

@@ -78,7 +78,8 @@ def on_turn_finished(ctx: TurnContext, status: str, output: str | None) -> None:
     settings = ctx.settings
     if settings.memory_review_interval == 0 and settings.skill_review_interval == 0:
         return
-    count = turn_count(ctx.turn, sessions.turn_messages(ctx.db, ctx.turn.id), completed=status == "completed")
+    rows = list(ctx.rows) if ctx.rows is not None else sessions.turn_messages(ctx.db, ctx.turn.id)
+    count = turn_count(ctx.turn, rows, completed=status == "completed")
     intervals = Intervals(memory=settings.memory_review_interval, skill=settings.skill_review_interval)
     review = reviews.count_turn(ctx.db, count, intervals, ctx.session.system_prompt, settings.review_lease_seconds)
     if review is None:

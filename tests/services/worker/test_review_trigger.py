@@ -6,10 +6,11 @@ import pytest
 import redis
 
 from shared.queue.names import QUEUE_REVIEW, REVIEW_SESSION, ROUTES
-from shared.stores import reviews
+from shared.stores import reviews, sessions
 from tests.fakes.model import fail, text, tool_call
 from services.worker.review import trigger
 from tests.services.worker.reviewing import catch_sends, turns
+from tests.support.statements import statements_of
 
 MEMORY_ADD = ("memory", {"action": "add", "target": "memory", "content": "The build runs on Fridays."})
 LOOK = ("skills_list", {})
@@ -104,3 +105,18 @@ def test_a_review_whose_send_was_lost_is_sent_after_the_next_turn(db, user, sess
     turns(db, make_runtime(memory_review_interval=2, skill_review_interval=0, review_lease_seconds=0), user.id,
           session.id, "next turn")
     assert sent.review_ids == [lost[0].id]
+
+
+def test_a_turn_is_counted_from_the_rows_its_loop_stored_without_reading_them_back(
+        db, user, session, model, make_runtime, sent):
+    """The loop knows the turn's rows (tool calls and results included); the count needs no read of them, and
+    counts what a read would have found."""
+    runtime = make_runtime(memory_review_interval=2, skill_review_interval=0)
+    model.script(tool_call([LOOK]), text("looked"))
+    with statements_of(db) as statements:
+        [first] = turns(db, runtime, user.id, session.id, "look around")
+    assert not [s for s in statements if "FROM messages" in s and "ORDER BY messages.turn_position" in s]
+    read_back = trigger.turn_count(first, sessions.turn_messages(db, first.id), completed=True)
+    assert reviews.counters(db, session.id).iterations_since_skill == read_back.iterations == 2
+    turns(db, runtime, user.id, session.id, "and again")
+    assert [reviews.get_review(db, i).trigger for i in sent.review_ids] == ["memory"]
