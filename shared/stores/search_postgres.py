@@ -337,14 +337,17 @@ def _lexemes(s: Session, parsed: ParsedQuery) -> tuple[list[str], list[str]]:
 
 
 def _total(s: Session) -> int:
-    """How many messages are indexed: the planner's and the statistics' estimates, or a count while small.
+    """How many messages are indexed: the planner's and the statistics' estimates, or a count while small
+    (one round trip either way: the count runs only when the estimate is small).
     (Through pg_stat_get_live_tuples: the pg_stat_user_tables view read every table's statistics, ~1 ms.)"""
-    estimate = s.execute(text(
-        "SELECT greatest(reltuples, pg_stat_get_live_tuples(oid)) FROM pg_class WHERE oid = 'message_search'::regclass"
-    )).scalar() or 0
-    if estimate >= SMALL_TABLE:
-        return int(estimate)
-    return s.execute(text("SELECT count(*) FROM message_search")).scalar()
+    return int(s.execute(_TOTAL, {"small": SMALL_TABLE}).scalar() or 0)
+
+
+_TOTAL = text(
+    "SELECT CASE WHEN e.n >= :small THEN e.n ELSE (SELECT count(*) FROM message_search) END "
+    "FROM (SELECT greatest(reltuples, pg_stat_get_live_tuples(oid)) AS n FROM pg_class "
+    "WHERE oid = 'message_search'::regclass) AS e"
+)
 
 
 def holders(s: Session, terms: Sequence[Term], rows: dict[int, Message]) -> list[set[int]]:

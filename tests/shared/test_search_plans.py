@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 from shared.stores import sessions
 from shared.stores.search import search_messages
 from tests.support.factories import make_session, make_user
+from tests.support.statements import statements_of
 
 
 def _scanned(plan: dict) -> set[str]:
@@ -48,3 +49,23 @@ def test_a_ranked_search_on_tables_never_analyzed_reads_messages_by_their_index(
     assert len(hits) == 5 and plans
     for plan in plans:  # without statistics the planner expected one match and scanned messages once per match
         assert not _scanned(plan) & {"messages", "message_search"}
+
+
+def test_the_index_size_is_counted_while_small_and_estimated_once_large_in_one_statement(db, monkeypatch):
+    """BM25's N: exact while the statistics may lag a small table, the statistics' figure past SMALL_TABLE."""
+    if db.is_sqlite:
+        pytest.skip("Postgres' statistics; SQLite's FTS5 keeps its own row count")
+    from shared.stores import search_postgres
+
+    user = make_user(db)
+    sessions.append_messages(db, make_session(db, user.id).id, [{"role": "user", "content": f"row {i}"}
+                                                               for i in range(7)])
+    with db.read() as s:
+        exact = s.execute(text("SELECT count(*) FROM message_search")).scalar()
+        estimate = s.execute(text("SELECT greatest(reltuples, pg_stat_get_live_tuples(oid)) FROM pg_class "
+                                  "WHERE oid = 'message_search'::regclass")).scalar()
+        with statements_of(db) as statements:
+            assert search_postgres._total(s) == exact
+        monkeypatch.setattr(search_postgres, "SMALL_TABLE", 0)
+        assert search_postgres._total(s) == int(estimate)
+    assert len(statements) == 1
