@@ -12,7 +12,8 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import and_, bindparam, case, func, insert, or_, update
+from sqlalchemy import and_, bindparam, case, func, insert, literal, or_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
@@ -21,7 +22,7 @@ from shared.db import Database
 from shared.errors import IdempotencyConflict, InvalidState, NotFound
 from shared.ids import new_id
 from shared.models.approvals import Approval, ApprovalStatus
-from shared.models.sessions import ChatSession
+from shared.models.sessions import ChatSession, Message
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.stores.sessions import add_turn_messages
 from shared.stores.turn_slots import as_turn, lock_user, running_elsewhere, send_for_user, take_slots, users_waiting
@@ -199,7 +200,11 @@ def claim_next(db: Database, session_id: str, worker_id: str, lease_seconds: flo
                 s.execute(update(Turn).where(Turn.session_id == session_id, Turn.status == TurnStatus.queued.value)
                           .values(enqueued_at=None))
                 return None
-        turn = as_turn(s.execute(_CLAIM, {"claimed": found.id, "claimer": worker_id, "now": utcnow()}).one())
+        now = utcnow()
+        if s.get_bind().dialect.name == "postgresql":  # one round trip for both
+            return as_turn(s.execute(_CLAIM_STORING_INPUT, {"claimed": found.id, "claimer": worker_id, "now": now,
+                                                            "stored_at": now}).one())
+        turn = as_turn(s.execute(_CLAIM, {"claimed": found.id, "claimer": worker_id, "now": now}).one())
         add_turn_messages(s, session_id, [{"role": "user", "content": turn.input, "turn_id": turn.id, "turn_position": 0}])
         return turn
 
@@ -211,6 +216,23 @@ _CLAIM = (
             heartbeat_at=bindparam("now"), started_at=func.coalesce(_TURNS.c.started_at, bindparam("now")))
     .returning(_TURNS)
 )
+
+
+def _claim_storing_input():
+    """Postgres: the claim's UPDATE and the insert of the turn's user message (position 0, kept if stored) in one
+    statement, as `add_turn_messages` would insert it; each statement on the turn's path is a round trip there."""
+    claimed = _CLAIM.cte("claimed")
+    columns = ("session_id", "turn_id", "turn_position", "role", "content", "created_at")
+    stored = (pg_insert(_MESSAGES)
+              .from_select(columns, select(claimed.c.session_id, claimed.c.id, literal(0), literal("user"),
+                                           claimed.c.input, bindparam("stored_at", type_=_MESSAGES.c.created_at.type)))
+              .on_conflict_do_nothing(index_elements=["turn_id", "turn_position"])
+              .cte("stored"))
+    return select(claimed).add_cte(stored)
+
+
+_MESSAGES = Message.__table__
+_CLAIM_STORING_INPUT = _claim_storing_input()
 
 # Built once (it runs twice per turn): building a statement costs more CPU than running it on SQLite.
 _NEXT_UNFINISHED = (

@@ -10,7 +10,7 @@ from sqlalchemy import update
 
 from shared.errors import IdempotencyConflict, InvalidState, NotFound
 from shared.models.turns import Turn, TurnStatus
-from shared.stores import turns
+from shared.stores import sessions, turns
 from tests.support.factories import make_session, make_user
 
 
@@ -69,6 +69,19 @@ def test_a_turn_whose_worker_stopped_heartbeating_is_taken_over(db):
     taken = turns.claim_next(db, session.id, "other", lease_seconds=0)
     assert (taken.id, taken.attempts, taken.worker_id) == (turn.id, 2, "other")
     assert not turns.finish_turn(db, turn.id, "dead-worker", TurnStatus.completed), "the old owner lost the turn"
+
+
+def test_a_claim_stores_the_turns_message_once_however_often_the_turn_is_claimed(db):
+    """The claim stores the user's message (Postgres: in the claim's own statement); a takeover keeps it."""
+    user = make_user(db)
+    session = make_session(db, user.id)
+    turn, _ = turns.create_turn(db, user.id, session.id, "the question, as asked")
+    first = turns.claim_next(db, session.id, "dead-worker", lease_seconds=30)
+    again = turns.claim_next(db, session.id, "other", lease_seconds=0)
+    assert (first.status, first.attempts, again.attempts, again.worker_id) == ("running", 1, 2, "other")
+    assert again.started_at == first.started_at and again.heartbeat_at >= first.heartbeat_at
+    stored = [(m.turn_id, m.turn_position, m.role, m.content) for m in sessions.list_messages(db, session.id)]
+    assert stored == [(turn.id, 0, "user", "the question, as asked")]
 
 
 def test_cancel_stops_a_queued_turn_and_flags_a_running_one(db):
