@@ -296,10 +296,14 @@ def finish_turn(
         values.update(error_code=error_code, error_message=error_message)
     if usage is not None:
         values["usage"] = usage
+    params = {**{f"new_{k}": v for k, v in values.items()}, "finished": turn_id, "finisher": worker_id}
     with db.write() as s:
-        session_id = s.execute(_finish_statement(tuple(values)),
-                               {**{f"new_{k}": v for k, v in values.items()}, "finished": turn_id,
-                                "finisher": worker_id}).scalar()
+        one = messages[0] if messages and len(messages) == 1 else None
+        if s.get_bind().dialect.name == "postgresql" and one is not None and set(one) == set(_ANSWER_COLUMNS):
+            return s.execute(_finish_storing_answer(tuple(values)),
+                             {**params, **{f"answer_{k}": one[k] for k in _ANSWER_COLUMNS},
+                              "stored_at": utcnow()}).scalar() is not None
+        session_id = s.execute(_finish_statement(tuple(values)), params).scalar()
         if session_id is None:
             return False
         add_turn_messages(s, session_id, messages or [])
@@ -317,6 +321,24 @@ def _finish_statement(columns: tuple[str, ...]):
                    _TURNS.c.status.in_(ACTIVE))
             .values({column: bindparam(f"new_{column}") for column in columns})
             .returning(_TURNS.c.session_id))
+
+
+_ANSWER_COLUMNS = ("role", "content", "turn_id", "turn_position")
+
+
+@lru_cache(maxsize=8)
+def _finish_storing_answer(columns: tuple[str, ...]):
+    """Postgres: the finishing UPDATE and the insert of the turn's one last row (its answer, kept if stored) in one
+    statement, as `add_turn_messages` would insert it; nothing is inserted when this worker lost the turn."""
+    finished = _finish_statement(columns).cte("finished")
+    stored = (pg_insert(_MESSAGES)
+              .from_select(("session_id", *_ANSWER_COLUMNS, "created_at"),
+                           select(finished.c.session_id,
+                                  *(bindparam(f"answer_{c}", type_=_MESSAGES.c[c].type) for c in _ANSWER_COLUMNS),
+                                  bindparam("stored_at", type_=_MESSAGES.c.created_at.type)))
+              .on_conflict_do_nothing(index_elements=["turn_id", "turn_position"])
+              .cte("stored"))
+    return select(finished.c.session_id).add_cte(stored)
 
 
 def request_cancel(db: Database, user_id: str, turn_id: str) -> Turn:

@@ -84,6 +84,24 @@ def test_a_claim_stores_the_turns_message_once_however_often_the_turn_is_claimed
     assert stored == [(turn.id, 0, "user", "the question, as asked")]
 
 
+def test_finishing_stores_the_answer_with_the_outcome_and_a_worker_that_lost_the_turn_stores_nothing(db):
+    """Postgres finishes and stores the answer in one statement: nothing of it when the turn is not this worker's."""
+    user = make_user(db)
+    session = make_session(db, user.id)
+    turn, _ = turns.create_turn(db, user.id, session.id, "one")
+    turns.claim_next(db, session.id, "dead-worker", lease_seconds=30)
+    turns.claim_next(db, session.id, "other", lease_seconds=0)  # taken over
+    answer = {"role": "assistant", "content": "from the old owner", "turn_id": turn.id, "turn_position": 1}
+    assert not turns.finish_turn(db, turn.id, "dead-worker", TurnStatus.completed, output="x", messages=[answer])
+    assert [m.role for m in sessions.list_messages(db, session.id)] == ["user"]
+    mine = {**answer, "content": "the answer"}
+    assert turns.finish_turn(db, turn.id, "other", TurnStatus.completed, output="the answer", messages=[mine])
+    assert turns.finish_turn(db, turn.id, "other", TurnStatus.completed, output="again", messages=[mine]) is False
+    stored = [(m.turn_position, m.role, m.content) for m in sessions.list_messages(db, session.id)]
+    assert stored == [(0, "user", "one"), (1, "assistant", "the answer")]
+    assert turns.get_turn(db, user.id, turn.id).output == "the answer"
+
+
 def test_cancel_stops_a_queued_turn_and_flags_a_running_one(db):
     user = make_user(db)
     session = make_session(db, user.id)
