@@ -296,16 +296,17 @@ def turn_start(db: Database, session_id: str, after: int | None,
     `session_read(session)` is called as soon as the session row is read, before the rest: the turn starts its
     background work there (the recall search), which then overlaps these reads too."""
     with db.read() as s:
-        session = s.get(ChatSession, session_id)
-        if session is None:
+        found = s.execute(_SESSION_STARTING, {"session_id": session_id}).first()
+        if found is None:
             raise NotFound("No such session.", code="session_not_found")
+        session, compaction_id = found
         if session_read is not None:
             session_read(session)
         if after is None:
             messages = list(s.exec(_MESSAGES_ALL, params={"session_id": session_id}))
         else:
             messages = list(s.exec(_MESSAGES_AFTER, params={"session_id": session_id, "after": after}))
-        compaction = s.exec(_LATEST_COMPACTION, params={"session_id": session_id}).first()
+        compaction = None if compaction_id is None else s.get(Compaction, compaction_id)
     return TurnStart(session, messages, compaction)
 
 
@@ -319,6 +320,14 @@ _MESSAGES_ALL = select(Message).where(Message.session_id == bindparam("session_i
 _LATEST_COMPACTION = (select(Compaction)
                       .where(Compaction.session_id == bindparam("session_id"), Compaction.outcome.in_(APPLIED))
                       .order_by(Compaction.id.desc()).limit(1))
+# The session with the id of its latest applied compaction, one statement: most sessions were never compacted,
+# and their turns read no compaction at all (on Postgres each statement is a round trip).
+_SESSION_STARTING = select(
+    ChatSession,
+    select(Compaction.id)
+    .where(Compaction.session_id == ChatSession.id, Compaction.outcome.in_(APPLIED))
+    .order_by(Compaction.id.desc()).limit(1).scalar_subquery(),
+).where(ChatSession.id == bindparam("session_id"))
 
 
 def recent_compaction_attempts(db: Database, session_id: str, limit: int) -> list[Compaction]:

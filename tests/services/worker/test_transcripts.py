@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from sqlalchemy import event
 
+from shared.models.compactions import Compaction
 from shared.stores import sessions
 from services.worker.agent.history import build_history
 from services.worker.agent.transcripts import TranscriptCache
 from tests.support.factories import make_session
+from tests.support.statements import statements_of
 
 
 def say(db, session_id: str, *texts: str) -> None:
@@ -81,3 +83,18 @@ def test_the_turn_start_read_hands_over_the_session_before_it_reads_the_messages
         event.remove(db.engine, "before_cursor_execute", statement)
     assert [m.content for m in start.messages] == ["one", "two"]
     assert seen.index(f"session {chat.id}") < seen.index("messages read")
+
+
+def test_the_turn_start_read_brings_the_latest_applied_compaction_and_reads_none_for_a_session_never_compacted(
+        db, user):
+    """The compaction's id comes with the session row: a session never compacted costs no third statement."""
+    chat = make_session(db, user.id)
+    say(db, chat.id, "one")
+    with statements_of(db) as statements:
+        assert sessions.turn_start(db, chat.id, None).compaction is None
+    assert not [s for s in statements if s.lstrip().startswith("SELECT compactions")]
+    for outcome in ("compacted", "nothing", "insufficient", "aborted"):
+        sessions.record_compaction(db, Compaction(session_id=chat.id, outcome=outcome, tokens_before=9,
+                                                  tokens_after=3))
+    latest = sessions.turn_start(db, chat.id, None).compaction
+    assert latest.outcome == "insufficient"  # the newest that was applied, not the newest attempt
