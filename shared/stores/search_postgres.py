@@ -31,6 +31,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 from shared.models.sessions import Message
+from shared.stores import search_lexemes
 from shared.stores.search_budget import Backend, budgeted
 from shared.stores.search_query import ParsedQuery, Term, tsquery_match, tsquery_term
 from shared.stores.search_scope import Candidate, Scope
@@ -328,12 +329,7 @@ def _lexemes(s: Session, parsed: ParsedQuery) -> tuple[list[str], list[str]]:
             for i, word in enumerate(atom.words):
                 words.append(word)
                 prefixed.append(atom.prefix and i == len(atom.words) - 1)
-    rows = s.execute(text(
-        "SELECT d.lexeme, bool_or(w.prefix) FROM unnest(CAST(:words AS text[]), CAST(:prefixed AS boolean[])) "
-        "AS w(word, prefix) CROSS JOIN LATERAL unnest(to_tsvector('english', hstack_search_text(w.word))) AS d "
-        "GROUP BY d.lexeme"
-    ), {"words": words, "prefixed": prefixed}).all()
-    return [r[0] for r in rows if not r[1]], [r[0] for r in rows if r[1]]
+    return search_lexemes.lexemes(s, words, prefixed)
 
 
 def _total(s: Session) -> int:
