@@ -96,7 +96,7 @@ def similarities(db: Database, scope: Scope, query: str) -> dict[int, float]:
 
 def _in_context(scores: "numpy.ndarray", ids: list[int], session_ids: list[str]) -> "numpy.ndarray":
     """Each similarity plus shares of the one and two messages before it in its session: a short reply
-    ("five years already!") means what its question asked, and the keyword index finds it by its
+    ("since March, yes!") means what its question asked, and the keyword index finds it by its
     question's words the same way. Ordered here, not in SQL: sorting the rows with their vectors cost
     ~90 ms of CPU at 20k vectors, this ~3 ms."""
     import numpy

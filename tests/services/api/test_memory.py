@@ -69,14 +69,14 @@ def test_a_hand_edited_file_is_refused_with_a_remedy(client, user, settings):
 
 
 def test_pending_writes_are_listed_approved_and_decided_once(client, user, db, settings):
-    request = MemoryRequest.from_args({"target": "user", "action": "add", "content": "Has two cats"})
+    request = MemoryRequest.from_args({"target": "user", "action": "add", "content": "Keeps bees on the roof"})
     staged = memory_staged.stage(db, settings, user.id, request, session_id="ses_demo")
     denied = memory_staged.stage(db, settings, user.id, MemoryRequest.from_args(
         {"target": "memory", "action": "add", "content": "not this"}))
 
     listed = client.get("/v1/memory/pending", headers=user.headers).json()["data"]
     assert [p["id"] for p in listed] == [staged.id, denied.id]
-    assert listed[0]["summary"] == "add to user: Has two cats" and listed[0]["status"] == "pending"
+    assert listed[0]["summary"] == "add to user: Keeps bees on the roof" and listed[0]["status"] == "pending"
 
     approved = client.post(f"/v1/memory/pending/{staged.id}", json={"decision": "approve"}, headers=user.headers)
     assert approved.status_code == 200
@@ -87,7 +87,7 @@ def test_pending_writes_are_listed_approved_and_decided_once(client, user, db, s
     again = client.post(f"/v1/memory/pending/{staged.id}", json={"decision": "deny"}, headers=user.headers)
     assert again.status_code == 409 and error_of(again)["code"] == "staged_write_decided"
     memory = client.get("/v1/memory", headers=user.headers).json()
-    assert memory["user"]["entries"] == ["Has two cats"] and memory["memory"]["entries"] == []
+    assert memory["user"]["entries"] == ["Keeps bees on the roof"] and memory["memory"]["entries"] == []
 
 
 def test_an_approval_the_rules_now_refuse_reports_the_rule(client, user, db, settings):
