@@ -245,20 +245,24 @@ _CLAIM = (
 )
 
 
+def _storing(row) -> Any:
+    """Postgres: a CTE inserting the message `row` selects (one value per _STORED column), as `add_turn_messages`
+    would: a (turn_id, turn_position) already stored is kept. Joined to the statement whose result the row comes
+    from, it saves a round trip on the turn's path."""
+    return (pg_insert(_MESSAGES).from_select(_STORED, row)
+            .on_conflict_do_nothing(index_elements=["turn_id", "turn_position"]).cte("stored"))
+
+
 def _claim_storing_input():
-    """Postgres: the claim's UPDATE and the insert of the turn's user message (position 0, kept if stored) in one
-    statement, as `add_turn_messages` would insert it; each statement on the turn's path is a round trip there."""
+    """Postgres: the claim's UPDATE and the insert of the turn's user message (position 0) in one statement."""
     claimed = _CLAIM.cte("claimed")
-    columns = ("session_id", "turn_id", "turn_position", "role", "content", "created_at")
-    stored = (pg_insert(_MESSAGES)
-              .from_select(columns, select(claimed.c.session_id, claimed.c.id, literal(0), literal("user"),
-                                           claimed.c.input, bindparam("stored_at", type_=_MESSAGES.c.created_at.type)))
-              .on_conflict_do_nothing(index_elements=["turn_id", "turn_position"])
-              .cte("stored"))
-    return select(claimed).add_cte(stored)
+    row = select(claimed.c.session_id, claimed.c.id, literal(0), literal("user"), claimed.c.input, _STORED_AT)
+    return select(claimed).add_cte(_storing(row))
 
 
 _MESSAGES = Message.__table__
+_STORED = ("session_id", "turn_id", "turn_position", "role", "content", "created_at")
+_STORED_AT = bindparam("stored_at", type_=_MESSAGES.c.created_at.type)
 _CLAIM_STORING_INPUT = _claim_storing_input()
 
 # Built once (it runs twice per turn): building a statement costs more CPU than running it on SQLite.
@@ -350,22 +354,16 @@ def _finish_statement(columns: tuple[str, ...]):
             .returning(_TURNS.c.session_id))
 
 
-_ANSWER_COLUMNS = ("role", "content", "turn_id", "turn_position")
+_ANSWER_COLUMNS = ("turn_id", "turn_position", "role", "content")  # _STORED's, between session_id and created_at
 
 
 @lru_cache(maxsize=8)
 def _finish_storing_answer(columns: tuple[str, ...]):
-    """Postgres: the finishing UPDATE and the insert of the turn's one last row (its answer, kept if stored) in one
-    statement, as `add_turn_messages` would insert it; nothing is inserted when this worker lost the turn."""
+    """Postgres: the finishing UPDATE and the insert of the turn's one last row (its answer) in one statement;
+    nothing is inserted when this worker lost the turn."""
     finished = _finish_statement(columns).cte("finished")
-    stored = (pg_insert(_MESSAGES)
-              .from_select(("session_id", *_ANSWER_COLUMNS, "created_at"),
-                           select(finished.c.session_id,
-                                  *(bindparam(f"answer_{c}", type_=_MESSAGES.c[c].type) for c in _ANSWER_COLUMNS),
-                                  bindparam("stored_at", type_=_MESSAGES.c.created_at.type)))
-              .on_conflict_do_nothing(index_elements=["turn_id", "turn_position"])
-              .cte("stored"))
-    return select(finished.c.session_id).add_cte(stored)
+    answer = (bindparam(f"answer_{c}", type_=_MESSAGES.c[c].type) for c in _ANSWER_COLUMNS)
+    return select(finished.c.session_id).add_cte(_storing(select(finished.c.session_id, *answer, _STORED_AT)))
 
 
 def request_cancel(db: Database, user_id: str, turn_id: str) -> Turn:

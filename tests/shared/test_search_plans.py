@@ -36,7 +36,7 @@ def test_a_ranked_search_on_tables_never_analyzed_reads_messages_by_their_index(
     plans: list[dict] = []
 
     def explain(conn, cursor, statement, parameters, context, executemany):
-        if statement.lstrip().startswith("WITH matched"):  # the ranked statement, in the search's transaction
+        if statement.lstrip().startswith("WITH matched"):  # the ranked statement, on the search's connection
             with cursor.connection.cursor() as c:
                 c.execute("EXPLAIN (FORMAT JSON) " + statement, parameters)
                 plans.append(c.fetchone()[0][0]["Plan"])
