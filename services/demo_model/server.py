@@ -30,12 +30,13 @@ DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, so
 
 @dataclass(frozen=True)
 class Recorded:
-    """One request the model received; `at` is time.monotonic() on arrival."""
+    """One request the model received; `at` is time.monotonic() on arrival, `peer` the client's port (its connection)."""
 
     path: str
     headers: dict[str, str]
     body: dict
     at: float
+    peer: int = 0
 
 
 def echo(body: dict) -> Reply:
@@ -143,9 +144,9 @@ class ScriptedModel:
                 raise TimeoutError(f"the scripted model got {len(self._requests)} requests, expected {n}")
             return list(self._requests)
 
-    def record(self, path: str, headers: dict[str, str], body: dict) -> None:
+    def record(self, path: str, headers: dict[str, str], body: dict, peer: int = 0) -> None:
         with self._arrived:
-            self._requests.append(Recorded(path, headers, body, time.monotonic()))
+            self._requests.append(Recorded(path, headers, body, time.monotonic(), peer))
             self._arrived.notify_all()
 
     def next_reply(self, body: dict) -> Reply:
@@ -187,6 +188,7 @@ class ScriptedModel:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as real providers' servers do: each streamed chunk goes out as it is written
     server: _Server
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - the stdlib's signature
@@ -217,7 +219,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         route = self._route()
-        self.fake.record(route, self._headers(), body if isinstance(body, dict) else {})
+        self.fake.record(route, self._headers(), body if isinstance(body, dict) else {}, self.client_address[1])
         if not isinstance(body, dict):
             self._send_json(400, error_body(400, "the request body is not a JSON object"))
         elif route in WIRES:

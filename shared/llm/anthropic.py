@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Callable
+from typing import Callable, Iterator
 
 import httpx
 
+from shared.llm import stream_end
 from shared.llm.anthropic_format import build_request
 from shared.llm.classify import ProviderHTTPError, ProviderProtocolError
 from shared.llm.openai_compat import OnDelta, finish_of, raise_for_status, sse_data
@@ -135,19 +136,31 @@ class AnthropicTransport:
                 return parse_message(response.json(), model)
             except ValueError as exc:
                 raise ProviderProtocolError(f"the body is not JSON ({exc})") from None
-        with self.http.stream("POST", self.url, json=body, headers=self._headers(), timeout=self.timeout) as response:
+        request = self.http.build_request("POST", self.url, json=body, headers=self._headers(), timeout=self.timeout)
+        response = self.http.send(request, stream=True)
+        lines = response.iter_lines()
+        try:
             raise_for_status(response)
-            assembly = MessageAssembly(on_delta)
-            for data in sse_data(response.iter_lines()):
-                if cancelled():
-                    raise Cancelled()
-                try:
-                    event = json.loads(data)
-                except ValueError:
-                    raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
-                assembly.feed(event)
-                if assembly.stopped:
-                    break
+            completion = self._read_stream(lines, model, on_delta, cancelled)
+        except BaseException:
+            response.close()
+            raise
+        stream_end.release(response, lines)
+        return completion
+
+    def _read_stream(self, lines: Iterator[str], model: str, on_delta: OnDelta | None,
+                     cancelled: Callable[[], bool]) -> Completion:
+        assembly = MessageAssembly(on_delta)
+        for data in sse_data(lines):
+            if cancelled():
+                raise Cancelled()
+            try:
+                event = json.loads(data)
+            except ValueError:
+                raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
+            assembly.feed(event)
+            if assembly.stopped:
+                break
         if cancelled():
             raise Cancelled()
         if not assembly.stopped:

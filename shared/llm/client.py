@@ -22,6 +22,7 @@ from shared.llm.deltas import DeltaRelay
 from shared.llm.openai_compat import OnDelta, OpenAICompatTransport
 from shared.llm.truncation import Continuation
 from shared.llm.types import Cancelled, Completion
+from shared.nodelay_http import NoDelayClient
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def shared_http_client() -> httpx.Client:
     with _lock:
         if _http is None or _http[0] != os.getpid():
             limits = httpx.Limits(max_connections=512, max_keepalive_connections=256)
-            _http = (os.getpid(), httpx.Client(limits=limits, timeout=httpx.Timeout(60.0, connect=CONNECT_TIMEOUT)))
+            _http = (os.getpid(), NoDelayClient(limits=limits, timeout=httpx.Timeout(60.0, connect=CONNECT_TIMEOUT)))
         return _http[1]
 
 

@@ -10,6 +10,7 @@ from typing import Callable, Iterable, Iterator
 import httpx
 
 from shared.llm.backoff import parse_retry_after
+from shared.llm import stream_end
 from shared.llm.classify import SUMMARY_CHARS, ProviderHTTPError, ProviderProtocolError
 from shared.llm.types import Cancelled, Completion, ToolCall, Usage
 from shared.llm.wire import encode_body
@@ -210,16 +211,24 @@ class OpenAICompatTransport:
             except ValueError as exc:
                 raise ProviderProtocolError(f"the body is not JSON ({exc})") from None
         body["stream_options"] = {"include_usage": True}
-        with self.http.stream("POST", self.url, content=encode_body(body), headers=self._headers(True),
-                              timeout=self.timeout) as response:
+        request = self.http.build_request("POST", self.url, content=encode_body(body), headers=self._headers(True),
+                                          timeout=self.timeout)
+        response = self.http.send(request, stream=True)
+        lines = response.iter_lines()
+        try:
             raise_for_status(response)
-            return self._read_stream(response, model, messages, on_delta, cancelled)
+            completion = self._read_stream(lines, model, messages, on_delta, cancelled)
+        except BaseException:
+            response.close()
+            raise
+        stream_end.release(response, lines)
+        return completion
 
-    def _read_stream(self, response: httpx.Response, model: str, messages: list[dict],
+    def _read_stream(self, lines: Iterator[str], model: str, messages: list[dict],
                      on_delta: OnDelta | None, cancelled: Callable[[], bool]) -> Completion:
         assembly = StreamAssembly(on_delta)
         finished = False
-        for data in sse_data(response.iter_lines()):
+        for data in sse_data(lines):
             if cancelled():
                 raise Cancelled()
             if data.strip() == "[DONE]":

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from email.utils import formatdate
 
+import httpx
 import pytest
 import redis
 
 from shared.config import load_settings
 from shared.errors import ContextOverflow, ModelAuthError, ModelRequestError, ModelUnavailable
 from shared.llm import Cancelled, Completion, LLMClient, get_llm
+from shared.llm.client import shared_http_client
+from shared.nodelay_http import NoDelayClient
 from tests.fakes.model import Reply, fail, text, tool_call
 from tests.support.env import free_port
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
@@ -420,3 +425,37 @@ def test_fifty_concurrent_calls_all_succeed(model):
 
     assert sorted(c.content for c in results) == sorted(f"answer to q{i}" for i in range(50))
     assert not together.broken
+
+
+def idle_connections(http: httpx.Client) -> int:
+    """Connections of this client's pool that are open and free for the next request."""
+    return sum(1 for connection in http._transport._pool.connections if connection.is_idle())
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_streamed_answer_leaves_its_connection_to_the_next_call(model, provider):
+    """Reading stops at the answer's last event; the body's end is read after, so the connection is reused."""
+    with httpx.Client() as http:
+        client = LLMClient(load_settings(LLM_PROVIDER=provider), http=http)
+        first = client.complete(HELLO)
+        wait_until(lambda: idle_connections(http), what="the first call's connection back in the pool")
+        second = client.complete(HELLO)
+
+    assert first.content == second.content == "You said: hello there"
+    assert len(model.requests) == 2
+    assert model.requests[0].peer == model.requests[1].peer  # one connection, one handshake
+
+
+def test_model_connections_send_each_write_at_once_and_keep_environment_proxies(model, monkeypatch):
+    """TCP_NODELAY on the model client's sockets (a kept-alive request is not held for the server's ACK)."""
+    http = shared_http_client()
+    LLMClient(load_settings(), http=http).complete(HELLO)
+    connection = wait_until(lambda: next((c for c in http._transport._pool.connections if c.is_idle()), None),
+                            what="an idle connection")
+    sock = connection._connection._network_stream.get_extra_info("socket")
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+    monkeypatch.setenv("HTTP_PROXY", f"http://{model.host}:{model.port}")
+    with NoDelayClient() as proxied:
+        proxied.get("http://models.example.invalid/v1/models")
+    assert model.requests[-1].path == "http://models.example.invalid/v1/models"  # asked of the proxy, absolute

@@ -1,0 +1,39 @@
+"""A streamed answer's last bytes, read off the turn's path so its connection is used again.
+
+A provider's stream ends with an answer's last event (`data: [DONE]`, `message_stop`) and then the end
+of the HTTP body (the chunked terminator). A client that stops reading at that last event and closes
+the response leaves the body's end unread, so httpcore cannot tell the connection is free and closes
+it: every model call then opened a new connection (to a real provider: TCP and TLS handshakes before
+the request could even be sent). `release` reads what is left of the body on a background thread and
+closes the response there, so the connection goes back to the client's pool while the turn goes on.
+A server that sends more than TRAILING_LINES lines after its last event, or never ends the body, only
+costs that thread until the read timeout; its connection is then closed, as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Iterator
+
+import httpx
+
+from shared.daemon_threads import DaemonThreads
+
+TRAILING_LINES = 64
+
+_readers = DaemonThreads("llm-stream-end")
+
+
+def release(response: httpx.Response, lines: Iterator[str]) -> None:
+    """Finish reading `lines` (the response's own line iterator) in the background, then close it."""
+    _readers.run(lambda: _finish(response, lines))
+
+
+def _finish(response: httpx.Response, lines: Iterator[str]) -> None:
+    try:
+        for _ in itertools.islice(lines, TRAILING_LINES):
+            pass
+    except httpx.HTTPError:
+        pass  # the answer is already complete; a broken end only means this connection is not reused
+    finally:
+        response.close()

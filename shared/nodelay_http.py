@@ -1,0 +1,28 @@
+"""An httpx client whose connections send each write at once (TCP_NODELAY), proxies from the environment kept.
+
+httpx's sync transport leaves Nagle's algorithm on. A request goes out as two writes (its headers, then
+its body) and on a reused connection the second waits until the server acknowledges the first, which a
+server that delays its acknowledgements (40 ms on Linux) holds back: a kept-alive connection then cost
+more than a new one. Every other client and server in the stack (asyncio's, redis-py's, uvicorn's) sets
+TCP_NODELAY; this does the same for httpx, on the direct transport and on any proxy one the environment
+asks for (httpx drops environment proxies when it is handed a transport, so none is handed over).
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import httpx
+
+NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+
+
+class NoDelayClient(httpx.Client):
+    """httpx.Client, but every transport it builds (direct or proxy) sets TCP_NODELAY on its sockets."""
+
+    def _init_transport(self, *args: Any, transport: httpx.BaseTransport | None = None, **options: Any):
+        return transport or httpx.HTTPTransport(*args, socket_options=NO_DELAY, **options)
+
+    def _init_proxy_transport(self, proxy: httpx.Proxy, *args: Any, **options: Any):
+        return httpx.HTTPTransport(*args, proxy=proxy, socket_options=NO_DELAY, **options)
