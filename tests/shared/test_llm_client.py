@@ -17,7 +17,7 @@ import redis
 from shared.config import load_settings
 from shared.errors import ContextOverflow, ModelAuthError, ModelRequestError, ModelUnavailable
 from shared.llm import Cancelled, Completion, LLMClient, get_llm
-from shared.llm.client import shared_http_client
+from shared.llm.client import KEEPALIVE_CONNECTIONS, pooled_http_client, shared_http_client
 from shared.nodelay_http import NoDelayClient
 from tests.fakes.model import Reply, fail, text, tool_call
 from tests.support.env import free_port
@@ -444,6 +444,27 @@ def test_a_streamed_answer_leaves_its_connection_to_the_next_call(model, provide
     assert first.content == second.content == "You said: hello there"
     assert len(model.requests) == 2
     assert model.requests[0].peer == model.requests[1].peer  # one connection, one handshake
+
+
+def test_a_burst_of_calls_keeps_only_a_few_connections_for_later(model):
+    """httpcore's pool costs CPU per idle connection on every request: a burst must not leave hundreds behind."""
+    calls = KEEPALIVE_CONNECTIONS + 12
+    together = threading.Barrier(calls, timeout=20)
+
+    def answer(body: dict) -> Reply:
+        together.wait()  # every call holds its own connection at once
+        return text("done")
+
+    model.script(*[answer] * calls)
+    with pooled_http_client() as http:
+        client = LLMClient(load_settings(), http=http)
+        with ThreadPoolExecutor(max_workers=calls) as pool:
+            assert [c.content for c in pool.map(lambda i: client.complete(HELLO), range(calls))] == ["done"] * calls
+        wait_until(lambda: all(c.is_idle() or c.is_closed() for c in http._transport._pool.connections),
+                   what="every answer's end read")
+
+        assert len({r.peer for r in model.requests}) == calls
+        assert 0 < idle_connections(http) <= KEEPALIVE_CONNECTIONS
 
 
 def test_model_connections_send_each_write_at_once_and_keep_environment_proxies(model, monkeypatch):
