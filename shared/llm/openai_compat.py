@@ -9,8 +9,8 @@ from typing import Callable, Iterable, Iterator
 
 import httpx
 
-from shared.llm.backoff import parse_retry_after
 from shared.llm import stream_end
+from shared.llm.backoff import parse_retry_after
 from shared.llm.classify import SUMMARY_CHARS, ProviderHTTPError, ProviderProtocolError
 from shared.llm.types import Cancelled, Completion, ToolCall, Usage
 from shared.llm.wire import encode_body
