@@ -6,34 +6,44 @@ the response leaves the body's end unread, so httpcore cannot tell the connectio
 it: every model call then opened a new connection (to a real provider: TCP and TLS handshakes before
 the request could even be sent). `release` reads what is left of the body on a background thread and
 closes the response there, so the connection goes back to the client's pool while the turn goes on.
-A server that sends more than TRAILING_LINES lines after its last event, or never ends the body, only
-costs that thread until the read timeout; its connection is then closed, as before.
+A server that sends more than TRAILING_LINES lines after its last event, or does not end the body, only
+costs that thread until the read timeout; its connection is then closed, as before, and the process
+says so once in its log.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
+import threading
 from typing import Iterator
 
 import httpx
 
 from shared.daemon_threads import DaemonThreads
 
+log = logging.getLogger(__name__)
+
 TRAILING_LINES = 64
 
 _readers = DaemonThreads("llm-stream-end")
+_warned = threading.Event()
 
 
-def release(response: httpx.Response, lines: Iterator[str]) -> None:
-    """Finish reading `lines` (the response's own line iterator) in the background, then close it."""
-    _readers.run(lambda: _finish(response, lines))
+def release(response: httpx.Response, lines: Iterator[str]) -> threading.Event:
+    """Finish reading `lines` (the response's own line iterator) in the background, then close it; set when done."""
+    return _readers.run(lambda: _finish(response, lines))
 
 
-def _finish(response: httpx.Response, lines: Iterator[str]) -> None:
+def _finish(response, lines: Iterator[str]) -> None:
+    ended = False
     try:
-        for _ in itertools.islice(lines, TRAILING_LINES):
-            pass
+        ended = len(list(itertools.islice(lines, TRAILING_LINES + 1))) <= TRAILING_LINES
     except httpx.HTTPError:
         pass  # the answer is already complete; a broken end only means this connection is not reused
     finally:
         response.close()
+    if not ended and not _warned.is_set():
+        _warned.set()
+        log.warning("the model server did not end its response after the answer's last event: its connections "
+                    "are closed after each call instead of being reused")

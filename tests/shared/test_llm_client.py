@@ -17,6 +17,7 @@ import redis
 from shared.config import load_settings
 from shared.errors import ContextOverflow, ModelAuthError, ModelRequestError, ModelUnavailable
 from shared.llm import Cancelled, Completion, LLMClient, get_llm
+from shared.llm import stream_end
 from shared.llm.client import KEEPALIVE_CONNECTIONS, pooled_http_client, shared_http_client
 from shared.nodelay_http import NoDelayClient
 from tests.fakes.model import Reply, fail, text, tool_call
@@ -480,3 +481,31 @@ def test_model_connections_send_each_write_at_once_and_keep_environment_proxies(
     with NoDelayClient() as proxied:
         proxied.get("http://models.example.invalid/v1/models")
     assert model.requests[-1].path == "http://models.example.invalid/v1/models"  # asked of the proxy, absolute
+
+
+class _Response:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_server_that_keeps_talking_after_the_answer_only_loses_its_connection(caplog, monkeypatch):
+    """Past TRAILING_LINES after the last event (or a broken end), the response is closed and the log says why, once."""
+    monkeypatch.setattr(stream_end, "_warned", threading.Event())
+    endless, broken = _Response(), _Response()
+
+    def breaks():
+        yield ""
+        raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+
+    with caplog.at_level("WARNING", logger="shared.llm.stream_end"):
+        assert stream_end.release(endless, iter(lambda: ": keep-alive", None)).wait(10)
+        assert stream_end.release(broken, breaks()).wait(10)
+        finished = _Response()
+        assert stream_end.release(finished, iter(["", ""])).wait(10)
+
+    assert endless.closed and broken.closed and finished.closed
+    assert [r.getMessage() for r in caplog.records].count(
+        "the model server did not end its response after the answer's last event: its connections "
+        "are closed after each call instead of being reused") == 1
