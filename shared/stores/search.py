@@ -52,7 +52,7 @@ MIN_FEW = 20  # newest matches taken when a query is not ranked (required terms 
 DENSE_POOL = 50  # most similar messages added to the candidates when hybrid search is on
 NEXT_SHARES = (0.3, 0.1)  # measured on LoCoMo: the reply and the one after it vouch for a message
 COVERAGE_BONUS = 0.1  # per query term held beyond the first: a message naming more of the question wins ties
-DATE_BONUS = 1.0  # a message sent on a date the query names ("on 9 February, 2022", "in May 2023")
+DATE_BONUS = 1.0  # a message sent on a date the query names ("on 9 February, 2022", "in May 2019")
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,12 @@ from collections import OrderedDict
 from typing import Sequence
 
 from sqlalchemy import text
+from sqlalchemy.engine import URL
 from sqlmodel import Session
 
 SIZE = 20_000
 
-_KNOWN: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+_KNOWN: OrderedDict[tuple[URL, str], tuple[str, ...]] = OrderedDict()
 _LOCK = threading.Lock()
 
 _NORMALISED = text(
@@ -28,7 +29,7 @@ _NORMALISED = text(
 
 def lexemes(s: Session, words: Sequence[str], prefixed: Sequence[bool]) -> tuple[list[str], list[str]]:
     """The distinct lexemes of `words`: whole ones, and those of a word searched as a prefix (either wins)."""
-    database = s.get_bind().url.render_as_string(hide_password=True)
+    database = s.get_bind().url  # immutable and hashable: the database, whichever of its pools the read uses
     with _LOCK:
         known = {word: _KNOWN.get((database, word)) for word in dict.fromkeys(words)}
     missing = [word for word, found in known.items() if found is None]

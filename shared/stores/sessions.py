@@ -317,17 +317,19 @@ def latest_compaction(db: Database, session_id: str) -> Compaction | None:
 
 
 _MESSAGES_ALL = select(Message).where(Message.session_id == bindparam("session_id")).order_by(Message.id)
-_LATEST_COMPACTION = (select(Compaction)
-                      .where(Compaction.session_id == bindparam("session_id"), Compaction.outcome.in_(APPLIED))
-                      .order_by(Compaction.id.desc()).limit(1))
+
+
+def _latest_applied(what, session_id):
+    """`what` of a session's newest applied compaction."""
+    return (select(what).where(Compaction.session_id == session_id, Compaction.outcome.in_(APPLIED))
+            .order_by(Compaction.id.desc()).limit(1))
+
+
+_LATEST_COMPACTION = _latest_applied(Compaction, bindparam("session_id"))
 # The session with the id of its latest applied compaction, one statement: most sessions were never compacted,
 # and their turns read no compaction at all (on Postgres each statement is a round trip).
-_SESSION_STARTING = select(
-    ChatSession,
-    select(Compaction.id)
-    .where(Compaction.session_id == ChatSession.id, Compaction.outcome.in_(APPLIED))
-    .order_by(Compaction.id.desc()).limit(1).scalar_subquery(),
-).where(ChatSession.id == bindparam("session_id"))
+_SESSION_STARTING = (select(ChatSession, _latest_applied(Compaction.id, ChatSession.id).scalar_subquery())
+                     .where(ChatSession.id == bindparam("session_id")))
 
 
 def recent_compaction_attempts(db: Database, session_id: str, limit: int) -> list[Compaction]:
