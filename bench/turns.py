@@ -227,6 +227,15 @@ def overhead_figures(stack: Stack, model: FakeModel, key: str) -> dict:
     # the instant model answers at once: everything before its first delta is the stack's
     figure(f"stack time to first message.delta p50 ({db})", st["first_delta"], "ms",
            target=TARGETS["first_delta_ms"], note=f"model received the call at {st['model_request']:.1f} ms")
+    # The figures above are the bench user's, who by now has ~440 messages in earlier sessions, so each turn's
+    # recall searches them. The same turns for a new user (whose only earlier session is its 10 warm-up turns)
+    # say how much of that is the user's history.
+    fresh = bench_overhead(stack, stack.create_user(f"bench-fresh-{db.lower()}"), model=model)
+    print(f"  the same turns for a new user ({db}): p50 {fresh['p50_ms']:.1f} ms, "
+          f"p99 {fresh['p99_ms']:.1f} ms, first delta {fresh['stages']['first_delta']:.1f} ms (no target: "
+          "decomposition only)")
+    overhead["fresh_user"] = {"p50_ms": fresh["p50_ms"], "p99_ms": fresh["p99_ms"],
+                              "first_delta_ms": fresh["stages"]["first_delta"]}
     return overhead
 
 
