@@ -11,7 +11,8 @@ import httpx
 from shared.llm import stream_end
 from shared.llm.anthropic_format import build_request
 from shared.llm.classify import ProviderHTTPError, ProviderProtocolError
-from shared.llm.openai_compat import OnDelta, finish_of, raise_for_status, sse_data
+from shared.llm.openai_compat import OnDelta, Shown, finish_of, raise_for_status
+from shared.llm.sse import events_by_read
 from shared.llm.types import Cancelled, Completion, ToolCall, Usage
 
 API_VERSION = "2023-06-01"
@@ -32,11 +33,11 @@ def prompt_usage(raw: dict) -> int:
                                               "cache_read_input_tokens"))
 
 
-class MessageAssembly:
-    """Builds one Completion from Messages stream events."""
+class MessageAssembly(Shown):
+    """Builds one Completion from Messages stream events (`text` holds the streamed text, for `flush`)."""
 
     def __init__(self, on_delta: OnDelta | None) -> None:
-        self.on_delta = on_delta
+        super().__init__(on_delta)
         self.blocks: dict[int, dict] = {}
         self.stop_reason: str | None = None
         self.prompt_tokens = 0
@@ -73,8 +74,8 @@ class MessageAssembly:
     def _delta(self, block: dict, delta: dict) -> None:
         if delta.get("type") == "text_delta":
             block["pieces"].append(delta.get("text", ""))
-            if self.on_delta and delta.get("text"):
-                self.on_delta(delta["text"])
+            if delta.get("text"):
+                self.text.append(delta["text"])
         elif delta.get("type") == "input_json_delta":
             block["pieces"].append(delta.get("partial_json", ""))
 
@@ -90,6 +91,18 @@ class MessageAssembly:
         finish = finish_of(calls, FINISH_REASONS.get(self.stop_reason, self.stop_reason))
         usage = Usage(self.prompt_tokens, self.completion_tokens, self.cached_tokens)
         return Completion("".join(text) or None, calls, finish, usage, model)
+
+
+def _apply(assembly: MessageAssembly, events: list[str]) -> None:
+    """Feed one read's events, up to `message_stop` (whatever follows it is not read)."""
+    for data in events:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
+        assembly.feed(event)
+        if assembly.stopped:
+            return
 
 
 def parse_message(data: dict, model: str) -> Completion:
@@ -138,27 +151,27 @@ class AnthropicTransport:
                 raise ProviderProtocolError(f"the body is not JSON ({exc})") from None
         request = self.http.build_request("POST", self.url, json=body, headers=self._headers(), timeout=self.timeout)
         response = self.http.send(request, stream=True)
-        lines = response.iter_lines()
+        reads = events_by_read(response.iter_bytes())
         try:
             raise_for_status(response)
-            completion = self._read_stream(lines, model, on_delta, cancelled)
+            completion = self._read_stream(reads, model, on_delta, cancelled)
         except BaseException:
             response.close()
             raise
-        stream_end.release(response, lines)
+        stream_end.release(response, reads)
         return completion
 
-    def _read_stream(self, lines: Iterator[str], model: str, on_delta: OnDelta | None,
+    def _read_stream(self, reads: Iterator[list[str]], model: str, on_delta: OnDelta | None,
                      cancelled: Callable[[], bool]) -> Completion:
+        """The answer, each read's text passed to `on_delta` as one delta once its events are applied."""
         assembly = MessageAssembly(on_delta)
-        for data in sse_data(lines):
+        for events in reads:
             if cancelled():
                 raise Cancelled()
             try:
-                event = json.loads(data)
-            except ValueError:
-                raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
-            assembly.feed(event)
+                _apply(assembly, events)
+            finally:
+                assembly.flush()
             if assembly.stopped:
                 break
         if cancelled():

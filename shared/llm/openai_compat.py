@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import httpx
 
 from shared.llm import stream_end
 from shared.llm.backoff import parse_retry_after
 from shared.llm.classify import SUMMARY_CHARS, ProviderHTTPError, ProviderProtocolError
+from shared.llm.sse import events_by_read
 from shared.llm.types import Cancelled, Completion, ToolCall, Usage
 from shared.llm.wire import encode_body
 
@@ -53,22 +54,6 @@ def raise_for_status(response: httpx.Response) -> None:
     raise ProviderHTTPError(response.status_code, error_message(response), retry_after_of(response))
 
 
-def sse_data(lines: Iterable[str]) -> Iterator[str]:
-    """The `data` payload of each server-sent event; comments and other fields are skipped."""
-    buffer: list[str] = []
-    for line in lines:
-        if not line:
-            if buffer:
-                yield "\n".join(buffer)
-                buffer = []
-            continue
-        field, _, value = line.partition(":")
-        if field == "data":
-            buffer.append(value[1:] if value.startswith(" ") else value)
-    if buffer:
-        yield "\n".join(buffer)
-
-
 def _text_chars(messages: list[dict]) -> int:
     total = 0
     for message in messages:
@@ -95,12 +80,25 @@ def _arguments(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-class StreamAssembly:
-    """Builds one Completion from stream chunks: text deltas, tool calls by index, finish, usage."""
+class Shown:
+    """The answer's text pieces, and how many of them `on_delta` has been given (`flush` gives the rest as one)."""
 
     def __init__(self, on_delta: OnDelta | None) -> None:
         self.on_delta = on_delta
         self.text: list[str] = []
+        self._shown = 0
+
+    def flush(self) -> None:
+        if self.on_delta and len(self.text) > self._shown:
+            self.on_delta("".join(self.text[self._shown:]))
+        self._shown = len(self.text)
+
+
+class StreamAssembly(Shown):
+    """Builds one Completion from stream chunks: text deltas, tool calls by index, finish, usage."""
+
+    def __init__(self, on_delta: OnDelta | None) -> None:
+        super().__init__(on_delta)
         self.calls: dict[int, dict] = {}
         self.finish_reason: str | None = None
         self.usage: dict | None = None
@@ -119,8 +117,6 @@ class StreamAssembly:
             piece = delta.get("content")
             if piece:
                 self.text.append(piece)
-                if self.on_delta:
-                    self.on_delta(piece)
             for part in delta.get("tool_calls") or []:
                 self._add_call(part)
             if choice.get("finish_reason"):
@@ -214,33 +210,45 @@ class OpenAICompatTransport:
         request = self.http.build_request("POST", self.url, content=encode_body(body), headers=self._headers(True),
                                           timeout=self.timeout)
         response = self.http.send(request, stream=True)
-        lines = response.iter_lines()
+        reads = events_by_read(response.iter_bytes())
         try:
             raise_for_status(response)
-            completion = self._read_stream(lines, model, messages, on_delta, cancelled)
+            completion = self._read_stream(reads, model, messages, on_delta, cancelled)
         except BaseException:
             response.close()
             raise
-        stream_end.release(response, lines)
+        stream_end.release(response, reads)
         return completion
 
-    def _read_stream(self, lines: Iterator[str], model: str, messages: list[dict],
+    def _read_stream(self, reads: Iterator[list[str]], model: str, messages: list[dict],
                      on_delta: OnDelta | None, cancelled: Callable[[], bool]) -> Completion:
+        """The answer, each read's text passed to `on_delta` as one delta once its events are applied."""
         assembly = StreamAssembly(on_delta)
         finished = False
-        for data in sse_data(lines):
+        for events in reads:
             if cancelled():
                 raise Cancelled()
-            if data.strip() == "[DONE]":
-                finished = True
-                break
             try:
-                chunk = json.loads(data)
-            except ValueError:
-                raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
-            assembly.feed(chunk)
+                finished = _apply(assembly, events)
+            finally:
+                assembly.flush()
+            if finished:
+                break
         if cancelled():
             raise Cancelled()
         if not finished and assembly.finish_reason is None:
             raise ProviderProtocolError("the stream ended before the answer was complete")
         return assembly.result(model, messages)
+
+
+def _apply(assembly: StreamAssembly, events: list[str]) -> bool:
+    """Feed one read's events; True at `[DONE]` (whatever follows it is not read)."""
+    for data in events:
+        if data.strip() == "[DONE]":
+            return True
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
+        assembly.feed(chunk)
+    return False

@@ -6,7 +6,7 @@ the response leaves the body's end unread, so httpcore cannot tell the connectio
 it: every model call then opened a new connection (to a real provider: TCP and TLS handshakes before
 the request could even be sent). `release` reads what is left of the body on a background thread and
 closes the response there, so the connection goes back to the client's pool while the turn goes on.
-A server that sends more than TRAILING_LINES lines after its last event, or does not end the body, only
+A server that is still sending after TRAILING_READS more reads of its body, or does not end it, only
 costs that thread until the read timeout; its connection is then closed, as before, and the process
 says so once in its log.
 """
@@ -24,21 +24,22 @@ from shared.daemon_threads import DaemonThreads
 
 log = logging.getLogger(__name__)
 
-TRAILING_LINES = 64
+TRAILING_READS = 64  # reads of the body after the one that held the last event (each a list of events)
 
 _readers = DaemonThreads("llm-stream-end")
 _warned = threading.Event()
 
 
-def release(response: httpx.Response, lines: Iterator[str]) -> threading.Event:
-    """Finish reading `lines` (the response's own line iterator) in the background, then close it; set when done."""
-    return _readers.run(lambda: _finish(response, lines))
+def release(response: httpx.Response, rest: Iterator) -> threading.Event:
+    """Finish reading `rest` (what is left of the response's body, a read at a time) in the background, then
+    close the response; the event is set when done."""
+    return _readers.run(lambda: _finish(response, rest))
 
 
-def _finish(response, lines: Iterator[str]) -> None:
+def _finish(response, rest: Iterator) -> None:
     ended = False
     try:
-        ended = len(list(itertools.islice(lines, TRAILING_LINES + 1))) <= TRAILING_LINES
+        ended = len(list(itertools.islice(rest, TRAILING_READS + 1))) <= TRAILING_READS
     except httpx.HTTPError:
         pass  # the answer is already complete; a broken end only means this connection is not reused
     finally:

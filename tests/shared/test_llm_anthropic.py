@@ -37,7 +37,7 @@ def anthropic_client(sleeps: list[float] | None = None, **overrides) -> LLMClien
 
 
 def test_streamed_answer_arrives_as_deltas(model):
-    model.script(text("Claude-shaped answer, streamed."))
+    model.script(text("Claude-shaped answer, streamed.", chunk_delay=0.02))  # chunks written apart are read apart
     deltas: list[str] = []
 
     completion = anthropic_client().complete(HISTORY, tools=TOOLS, on_delta=deltas.append)

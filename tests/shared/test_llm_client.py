@@ -42,7 +42,8 @@ def models_asked(model) -> list[str]:
 
 
 def test_streamed_text_arrives_as_deltas_in_order(model):
-    model.script(text("The quick brown fox jumps over the lazy dog."))
+    # chunks written apart are read apart (what arrives together is one delta: test_llm_parsing)
+    model.script(text("The quick brown fox jumps over the lazy dog.", chunk_delay=0.02))
     deltas: list[str] = []
 
     completion = make_client().complete(HELLO, on_delta=deltas.append)
@@ -297,7 +298,7 @@ def test_slow_answer_times_out_and_is_retried(model):
 
 
 def test_dropped_stream_is_retried_without_repeating_shown_text(model):
-    model.script(text("alpha beta gamma delta", drop_after=3), text("alpha beta gamma delta"))
+    model.script(text("alpha beta gamma delta", drop_after=3, chunk_delay=0.02), text("alpha beta gamma delta"))
     deltas: list[str] = []
 
     completion = make_client().complete(HELLO, on_delta=deltas.append)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import datetime, timezone
 
@@ -11,15 +12,96 @@ from shared.errors import ModelAuthError, ModelRequestError
 from shared.llm.backoff import backoff_delay, parse_retry_after
 from shared.llm.classify import ProviderHTTPError, classify, classify_status
 from shared.llm.deltas import DeltaRelay
-from shared.llm.openai_compat import StreamAssembly, sse_data
+import httpx
+
+from shared.llm.anthropic import AnthropicTransport
+from shared.llm.openai_compat import OpenAICompatTransport, StreamAssembly
+from shared.llm.sse import events_by_read
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 
 def test_sse_parsing_skips_comments_and_joins_multiline_data():
-    lines = [": OPENROUTER PROCESSING", "", "event: message", "data: {\"a\":", "data: 1}", "", "data: [DONE]", ""]
+    body = b': OPENROUTER PROCESSING\n\nevent: message\ndata: {"a":\ndata: 1}\n\ndata: [DONE]\n\n'
 
-    assert list(sse_data(lines)) == ['{"a":\n1}', "[DONE]"]
+    assert list(events_by_read([body])) == [['{"a":\n1}', "[DONE]"]]
+
+
+def test_sse_events_come_a_read_at_a_time_whatever_splits_the_bytes():
+    """Events as each read completes them: CRLF, CR or LF line ends, a UTF-8 character cut between two reads, a CR
+    at a read's end held until the next shows whether it was half of a CRLF (here it was a blank line of its own),
+    `data:` without its space, a read that completes no event, an event the body ends without a blank line."""
+    reads = [b"data: caf\xc3", b"\xa9\r", b"\n\r\ndata:two\rdata: lines\r\r", b": ping\n", b"data: a",
+             b"\n\ndata: last"]
+
+    assert list(events_by_read(reads)) == [[], [], ["café"], ["two\nlines"], [], ["a"], ["last"]]
+
+
+def test_a_line_separator_inside_json_text_does_not_split_the_event():
+    body = '{"choices": [{"delta": {"content": "one\u2028two\u0085three"}}]}'.encode()
+
+    assert list(events_by_read([b"data: " + body + b"\n\n"])) == [[body.decode()]]
+
+
+def _transport(kind: str, chunks: list[bytes]):
+    """A transport whose server sends `chunks` as the reads of one streamed answer."""
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=httpx.ByteStream(b"")
+                              if not chunks else _Chunks(chunks))
+
+    http = httpx.Client(transport=httpx.MockTransport(handler))
+    timeout = httpx.Timeout(5.0)
+    if kind == "openai":
+        return OpenAICompatTransport(http, "http://model.test/v1", None, timeout)
+    return AnthropicTransport(http, "http://model.test", None, timeout, max_tokens=100)
+
+
+class _Chunks(httpx.SyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    def __iter__(self):
+        yield from self.chunks
+
+
+def _openai_chunk(text: str) -> bytes:
+    """As servers send it: UTF-8 as is, not escaped."""
+    return b"data: " + json.dumps({"choices": [{"delta": {"content": text}}]}, ensure_ascii=False).encode() + b"\n\n"
+
+
+def _anthropic_event(event: dict) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n".encode()
+
+
+OPENAI_END = (b'data: {"choices": [{"delta": {}, "finish_reason": "stop"}]}\n\n'
+              b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 3}}\n\ndata: [DONE]\n\n')
+ANTHROPIC_START = (_anthropic_event({"type": "message_start", "message": {"usage": {"input_tokens": 3}}})
+                   + _anthropic_event({"type": "content_block_start", "index": 0,
+                                       "content_block": {"type": "text", "text": ""}}))
+ANTHROPIC_END = (_anthropic_event({"type": "content_block_stop", "index": 0})
+                 + _anthropic_event({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                     "usage": {"output_tokens": 3}})
+                 + _anthropic_event({"type": "message_stop"}))
+
+
+def _anthropic_text(text: str) -> bytes:
+    return _anthropic_event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
+
+
+@pytest.mark.parametrize("kind, start, piece, end", [
+    ("openai", b"", _openai_chunk, OPENAI_END), ("anthropic", ANTHROPIC_START, _anthropic_text, ANTHROPIC_END)])
+def test_what_arrives_in_one_read_is_one_delta(kind, start, piece, end):
+    """A worker that reads late finds several events waiting: their text goes on as one delta, not one per event;
+    events read apart stay apart. The deltas add up to the answer either way."""
+    reads = [start + piece("The ") + piece("quick ") + piece("brown "), piece("fox"), end]
+    deltas: list[str] = []
+
+    completion = _transport(kind, reads).send("m", [{"role": "user", "content": "hi"}], None, deltas.append,
+                                              lambda: False)
+
+    assert deltas == ["The quick brown ", "fox"]
+    assert completion.content == "The quick brown fox"
+    assert completion.finish_reason == "stop"
 
 
 def test_tool_calls_without_index_are_told_apart_by_id():
@@ -98,3 +180,16 @@ def test_a_retry_that_says_something_else_still_adds_up_to_the_answers_length():
 
     assert shown == ["Hello ", "wor", "orld"]
     assert len("".join(shown)) == len("Goodbye world")
+
+
+@pytest.mark.parametrize("kind, start, piece, end", [
+    ("openai", b"", _openai_chunk, OPENAI_END), ("anthropic", ANTHROPIC_START, _anthropic_text, ANTHROPIC_END)])
+def test_text_holding_a_unicode_line_separator_streams_intact(kind, start, piece, end):
+    """U+2028, U+2029 and U+0085 may stand unescaped in JSON text; they do not end an SSE line. httpx's
+    iter_lines split the event there, and the answer failed as an unreadable stream event."""
+    answer = "one\u2028two\u2029three\u0085four"
+
+    completion = _transport(kind, [start + piece(answer) + end]).send("m", [{"role": "user", "content": "hi"}], None,
+                                                                      None, lambda: False)
+
+    assert completion.content == answer
