@@ -10,7 +10,6 @@ own small wake stream, which (unlike a timer) can never miss a turn added just b
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 from collections import deque
@@ -21,6 +20,7 @@ import redis
 import redis.asyncio as aioredis
 
 from shared import events
+from services.api.sse_json import sse_json
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class Event:
 
     def sse(self) -> str:
         """One SSE frame: id, event type and JSON data."""
-        return f"id: {self.id}\nevent: {self.type}\ndata: {json.dumps(self.data, ensure_ascii=False)}\n\n"
+        return f"id: {self.id}\nevent: {self.type}\ndata: {sse_json(self.data)}\n\n"
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from services.api.sse_json import sse_json
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
 HISTORY_ROLES = frozenset({"user", "assistant", "tool"})
@@ -188,7 +189,7 @@ class ChunkMaker:
 
     @staticmethod
     def line(payload: dict[str, Any]) -> str:
-        return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+        return f"data: {sse_json(payload)}\n\n"
 
     def delta(self, delta: dict[str, Any], finish_reason: str | None = None) -> str:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}

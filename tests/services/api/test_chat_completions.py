@@ -123,6 +123,18 @@ def test_tool_activity_streams_as_comments_openai_clients_ignore(chat_api, model
     assert "".join(deltas).endswith("There is no notes file.")
 
 
+def test_a_streamed_answer_with_unicode_line_separators_survives_a_line_splitting_client(chat_api, model, user):
+    answer = "first\u2028second\u2029third\u0085fourth"
+    model.on("separators", text(answer))
+    body = {"model": "scripted", "stream": True, "messages": [{"role": "user", "content": "separators, please"}]}
+    with httpx.stream("POST", f"{chat_api}/v1/chat/completions", headers=user.headers, json=body,
+                      timeout=30) as response:
+        data = [line[len("data: "):] for line in response.iter_lines() if line.startswith("data: ")]
+    assert data[-1] == "[DONE]"
+    chunks = [json.loads(d) for d in data[:-1]]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == answer
+
+
 def test_a_failed_turn_is_a_502_in_openai_shape(oai, model, db, user):
     model.on("doomed", fail(status=401, message="bad provider key"))
     with pytest.raises(openai.APIStatusError) as caught:

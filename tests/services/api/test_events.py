@@ -62,6 +62,17 @@ def test_a_late_subscriber_replays_every_event_from_the_start(client, redis_clie
     assert "".join(f["data"].get("delta", "") for f in frames) == "Hello"
 
 
+def test_text_holding_unicode_line_separators_reaches_a_line_splitting_client_intact(client, redis_client, user, turn):
+    """U+2028, U+2029 and U+0085 go out escaped: httpx's iter_lines (the CLI's and the gateway's reader) ends a
+    line at each, and the frame's JSON arrived cut in two."""
+    text = "one\u2028two\u2029three\u0085four"
+    events.publish(redis_client, turn.id, "message.delta", {"delta": text})
+    events.publish(redis_client, turn.id, "turn.completed", {"output": text, "usage": {}}, ttl_seconds=TTL)
+    with client.stream("GET", f"/v1/turns/{turn.id}/events", headers=user.headers) as response:
+        frames = read_frames(response)
+    assert [f["data"] for f in frames if f.get("event") == "message.delta"] == [{"delta": text}]
+
+
 @pytest.mark.parametrize("how", ["header", "query"])
 def test_last_event_id_resumes_after_that_event(client, redis_client, user, turn, how):
     ids = publish_run(redis_client, turn.id)
