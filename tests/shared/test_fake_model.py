@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import httpx
 import openai
 import pytest
 
+from services.demo_model.prefix_cache import CHARS_PER_TOKEN, PrefixCache, serialize, tokens
 from tests.fakes.demo import demo_reply, summarise_listing
 from tests.fakes.model import FakeModel, Reply, fail, text, tool_call
 from tests.support.env import free_port
@@ -97,6 +99,76 @@ def test_the_prefix_cache_reports_what_an_earlier_request_already_sent(model):
     assert changed["prompt_tokens_details"]["cached_tokens"] < 10  # the tools come first: nothing else could match
     model.reset()
     assert usage(first)["prompt_tokens_details"]["cached_tokens"] == 0  # a new run starts cold
+
+
+def _reference_usage(bodies: list[dict], kept: int) -> list[tuple[int, int]]:
+    """(prompt, cached) tokens of each body by brute force: the longest prefix of its serialization shared with
+    any of the `kept` serializations before it."""
+    texts, out = [], []
+    for body in bodies:
+        text = serialize(body)
+        longest = 0
+        for earlier in texts[-kept:]:
+            n = 0
+            for a, b in zip(text, earlier):
+                if a != b:
+                    break
+                n += 1
+            longest = max(longest, n)
+        texts.append(text)
+        out.append((tokens(len(text)), longest // CHARS_PER_TOKEN))
+    return out
+
+
+def _conversations(rng: random.Random) -> list[dict]:
+    """Requests as clients send them: conversations growing turn by turn, reviews of them, edited and cut
+    histories, changed tools, Anthropic's system field and moving cache markers, tool calls with arguments."""
+    tools = [LIST_FILES, [{"type": "function", "function": {"name": "x", "parameters": {"type": "object",
+                                                                                        "minimum": 1}}}]]
+    sessions = [[{"role": "system", "content": f"You are Hermes {n}. " * rng.randint(1, 30)}] for n in range(3)]
+    bodies = []
+    for _ in range(120):
+        history = rng.choice(sessions)
+        kind = rng.random()
+        if kind < 0.55:
+            history.append({"role": "user", "content": f"question {rng.randint(0, 9)} " * rng.randint(1, 8)})
+            if rng.random() < 0.3:
+                history.append({"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"c{len(history)}", "type": "function",
+                     "function": {"name": "list_files", "arguments": json.dumps({"depth": rng.randint(0, 2)})}}]})
+                history.append({"role": "tool", "tool_call_id": f"c{len(history) - 1}", "content": "a.txt"})
+            history.append({"role": "assistant", "content": "answer " * rng.randint(1, 5)})
+            messages = list(history)
+        elif kind < 0.7:
+            messages = [*history, {"role": "user", "content": "Review the conversation above."}]
+        elif kind < 0.8:
+            messages = history[:rng.randint(1, len(history))]
+        elif kind < 0.9:
+            messages = [dict(m) for m in history]
+            messages[rng.randrange(len(messages))]["content"] = "edited"
+        else:
+            system, *rest = history
+            marked = [{**m, "content": [{"type": "text", "text": str(m.get("content")),
+                                         **({"cache_control": {"type": "ephemeral"}} if i == len(rest) - 1 else {})}]}
+                      for i, m in enumerate(rest)]
+            bodies.append({"model": "m", "system": [{"type": "text", "text": system["content"],
+                                                     "cache_control": {"type": "ephemeral"}}], "messages": marked})
+            continue
+        bodies.append({"model": "m", "messages": messages, "tools": rng.choice(tools)})
+    return bodies
+
+
+@pytest.mark.parametrize("seed, kept", [(1, 512), (2, 512), (3, 5), (4, 2)])
+def test_the_prefix_cache_measures_what_a_brute_force_search_does(seed, kept):
+    """However requests follow each other (a request extending a recent one is serialized from it), each one's
+    cached tokens are those of its longest prefix shared with any kept earlier request, as a plain search finds."""
+    bodies = _conversations(random.Random(seed))
+    cache = PrefixCache(kept=kept)
+
+    measured = [(u.prompt_tokens, u.cached_tokens) for u in (cache.measure(b) for b in bodies)]
+
+    assert measured == _reference_usage(bodies, kept)
+    assert any(cached for _, cached in measured)
 
 
 def test_marker_rules_come_first_then_the_script_then_the_echo(model):
