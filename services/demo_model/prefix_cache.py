@@ -82,11 +82,7 @@ def _message(message: object) -> str:
 
 def serialize(body: dict) -> str:
     """Tools, then system prompt, then each message, as canonical JSON lines (either wire format)."""
-    parts = [_canonical(body.get("tools") or [])]
-    if "system" in body:
-        parts.append(_canonical(body.get("system")))
-    parts += [_message(message) for message in body.get("messages") or []]
-    return "\n".join(parts) + "\n"
+    return _extended(body, [])[0].text
 
 
 def tokens(chars: int) -> int:
@@ -128,7 +124,7 @@ def _head(body: dict) -> str:
 
 
 def _extended(body: dict, recent: list[_Serialized]) -> tuple[_Serialized, str]:
-    """`body` serialized (its text is `serialize(body)`), and the recent serialization's text it extends ("" if none).
+    """`body` serialized, and the text of the recent serialization it extends ("" if none).
 
     Leading messages equal as Python values (`==` takes 1, 1.0 and True alike: a client that resends its history
     does not change one for another in place) serialize alike."""
