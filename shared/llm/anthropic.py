@@ -12,7 +12,7 @@ from shared.llm import stream_end
 from shared.llm.anthropic_format import build_request
 from shared.llm.classify import ProviderHTTPError, ProviderProtocolError
 from shared.llm.openai_compat import OnDelta, Shown, finish_of, raise_for_status
-from shared.llm.sse import events_by_read
+from shared.llm.sse import event_json, events_by_read
 from shared.llm.types import Cancelled, Completion, ToolCall, Usage
 
 API_VERSION = "2023-06-01"
@@ -96,11 +96,7 @@ class MessageAssembly(Shown):
 def _apply(assembly: MessageAssembly, events: list[str]) -> None:
     """Feed one read's events, up to `message_stop` (whatever follows it is not read)."""
     for data in events:
-        try:
-            event = json.loads(data)
-        except ValueError:
-            raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
-        assembly.feed(event)
+        assembly.feed(event_json(data))
         if assembly.stopped:
             return
 

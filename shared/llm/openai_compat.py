@@ -12,7 +12,7 @@ import httpx
 from shared.llm import stream_end
 from shared.llm.backoff import parse_retry_after
 from shared.llm.classify import SUMMARY_CHARS, ProviderHTTPError, ProviderProtocolError
-from shared.llm.sse import events_by_read
+from shared.llm.sse import event_json, events_by_read
 from shared.llm.types import Cancelled, Completion, ToolCall, Usage
 from shared.llm.wire import encode_body
 
@@ -246,9 +246,5 @@ def _apply(assembly: StreamAssembly, events: list[str]) -> bool:
     for data in events:
         if data.strip() == "[DONE]":
             return True
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
-        assembly.feed(chunk)
+        assembly.feed(event_json(data))
     return False

@@ -14,7 +14,10 @@ Bytes are split before they are decoded: no byte of a multi-byte UTF-8 character
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+import json
+from typing import Any, Iterable, Iterator
+
+from shared.llm.classify import ProviderProtocolError
 
 
 def events_by_read(chunks: Iterable[bytes]) -> Iterator[list[str]]:
@@ -54,3 +57,11 @@ def _take(line: bytes, data: list[str], completed: list[str]) -> None:
     field, _, value = line.partition(b":")
     if field == b"data":
         data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8", "replace"))
+
+
+def event_json(data: str) -> Any:
+    """One event's JSON; ProviderProtocolError when it is not JSON."""
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
