@@ -200,17 +200,23 @@ def seed_history(stack: Stack, user_key: str, messages: int) -> None:
 
 
 def bench_history(stack: Stack, model: FakeModel, key_new: str, key_heavy: str, n: int = 60) -> dict:
-    """Turns whose message the recall provider searches for: a new user against one with a long history."""
+    """Turns whose message the recall provider searches for: a new user against one with a long history.
+
+    The two users' turns alternate (new, heavy, heavy, new, ...), so both see the same moments of the machine;
+    one user's turns after the other's had the second meet whatever the first left running (the bulk seed's
+    checkpoints, the reviewer)."""
     from bench.recall import questions
 
-    out = {}
-    for name, key in (("new", key_new), ("heavy", key_heavy)):
-        with stack.client(key) as c:
-            sid = c.post("/v1/sessions", json={}).json()["id"]
+    with stack.client(key_new) as new, stack.client(key_heavy) as heavy:
+        sides = {name: (c, c.post("/v1/sessions", json={}).json()["id"]) for name, c in (("new", new), ("heavy", heavy))}
+        for c, sid in sides.values():
             timed_turns(c, model, sid, questions(1, 5))
-            samples = timed_turns(c, model, sid, questions(2, n))
-        out[name] = {k: median_of(samples, k) for k in ("model_request", "completed")}
-    return out
+        samples: dict[str, list] = {"new": [], "heavy": []}
+        for i, question in enumerate(questions(2, n)):
+            for name in ("new", "heavy") if i % 2 == 0 else ("heavy", "new"):
+                c, sid = sides[name]
+                samples[name] += timed_turns(c, model, sid, [question])
+    return {name: {k: median_of(runs, k) for k in ("model_request", "completed")} for name, runs in samples.items()}
 
 
 def overhead_figures(stack: Stack, model: FakeModel, key: str) -> dict:
