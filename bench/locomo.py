@@ -50,16 +50,19 @@ TARGET_HYBRID = 0.85
 HYBRID_INSTALL = ".venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -r requirements-hybrid.txt"
 
 
-def default_data() -> Path:
-    """LOCOMO_DATA, else the development split in the first ancestor folder holding shared/data/locomo
-    (beside the main checkout, or two levels up from a worktree)."""
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def default_data(checkout: Path = CHECKOUT) -> Path:
+    """LOCOMO_DATA, else the development split in `../shared/data/locomo/` beside the checkout (for a worktree,
+    the first folder further up that holds it). Never a copy inside the project: its own `shared/` package is
+    code, and the data is not committed (.gitignore keeps `shared/data/` out)."""
     if os.environ.get("LOCOMO_DATA"):
         return Path(os.environ["LOCOMO_DATA"])
-    here = Path(__file__).resolve()
-    for folder in here.parents[1:]:
+    for folder in checkout.parents:
         if (folder / DATA_RELATIVE).exists():
             return folder / DATA_RELATIVE
-    return here.parents[2] / DATA_RELATIVE
+    return checkout.parent / DATA_RELATIVE
 
 
 def fold_of(sample_id: str) -> int:
