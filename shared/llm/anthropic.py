@@ -11,8 +11,8 @@ import httpx
 from shared.llm import stream_end
 from shared.llm.anthropic_format import build_request
 from shared.llm.classify import ProviderHTTPError, ProviderProtocolError
-from shared.llm.openai_compat import OnDelta, Shown, finish_of, raise_for_status
-from shared.llm.sse import event_json, events_by_read
+from shared.llm.openai_compat import OnDelta, finish_of, raise_for_status
+from shared.llm.sse import Shown, event_json, events_by_read
 from shared.llm.types import Cancelled, Completion, ToolCall, Usage
 
 API_VERSION = "2023-06-01"
@@ -93,12 +93,13 @@ class MessageAssembly(Shown):
         return Completion("".join(text) or None, calls, finish, usage, model)
 
 
-def _apply(assembly: MessageAssembly, events: list[str]) -> None:
-    """Feed one read's events, up to `message_stop` (whatever follows it is not read)."""
+def _apply(assembly: MessageAssembly, events: list[str]) -> bool:
+    """Feed one read's events; True at `message_stop` (whatever follows it is not read)."""
     for data in events:
         assembly.feed(event_json(data))
         if assembly.stopped:
-            return
+            return True
+    return False
 
 
 def parse_message(data: dict, model: str) -> Completion:
@@ -161,15 +162,7 @@ class AnthropicTransport:
                      cancelled: Callable[[], bool]) -> Completion:
         """The answer, each read's text passed to `on_delta` as one delta once its events are applied."""
         assembly = MessageAssembly(on_delta)
-        for events in reads:
-            if cancelled():
-                raise Cancelled()
-            try:
-                _apply(assembly, events)
-            finally:
-                assembly.flush()
-            if assembly.stopped:
-                break
+        assembly.read(reads, lambda events: _apply(assembly, events), cancelled)
         if cancelled():
             raise Cancelled()
         if not assembly.stopped:

@@ -12,7 +12,7 @@ import httpx
 from shared.llm import stream_end
 from shared.llm.backoff import parse_retry_after
 from shared.llm.classify import SUMMARY_CHARS, ProviderHTTPError, ProviderProtocolError
-from shared.llm.sse import event_json, events_by_read
+from shared.llm.sse import Shown, event_json, events_by_read
 from shared.llm.types import Cancelled, Completion, ToolCall, Usage
 from shared.llm.wire import encode_body
 
@@ -78,20 +78,6 @@ def make_usage(raw: dict | None, messages: list[dict], content: str | None, call
 
 def _arguments(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value)
-
-
-class Shown:
-    """The answer's text pieces, and how many of them `on_delta` has been given (`flush` gives the rest as one)."""
-
-    def __init__(self, on_delta: OnDelta | None) -> None:
-        self.on_delta = on_delta
-        self.text: list[str] = []
-        self._shown = 0
-
-    def flush(self) -> None:
-        if self.on_delta and len(self.text) > self._shown:
-            self.on_delta("".join(self.text[self._shown:]))
-        self._shown = len(self.text)
 
 
 class StreamAssembly(Shown):
@@ -224,16 +210,7 @@ class OpenAICompatTransport:
                      on_delta: OnDelta | None, cancelled: Callable[[], bool]) -> Completion:
         """The answer, each read's text passed to `on_delta` as one delta once its events are applied."""
         assembly = StreamAssembly(on_delta)
-        finished = False
-        for events in reads:
-            if cancelled():
-                raise Cancelled()
-            try:
-                finished = _apply(assembly, events)
-            finally:
-                assembly.flush()
-            if finished:
-                break
+        finished = assembly.read(reads, lambda events: _apply(assembly, events), cancelled)
         if cancelled():
             raise Cancelled()
         if not finished and assembly.finish_reason is None:

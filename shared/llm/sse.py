@@ -15,9 +15,10 @@ Bytes are split before they are decoded: no byte of a multi-byte UTF-8 character
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from shared.llm.classify import ProviderProtocolError
+from shared.llm.types import Cancelled
 
 
 def events_by_read(chunks: Iterable[bytes]) -> Iterator[list[str]]:
@@ -65,3 +66,33 @@ def event_json(data: str) -> Any:
         return json.loads(data)
     except ValueError:
         raise ProviderProtocolError(f"unreadable stream event: {data[:80]!r}") from None
+
+
+class Shown:
+    """A streamed answer's text pieces, and how many of them `on_delta` has been given; `read` applies a
+    stream a read at a time and gives each read's new text as one delta."""
+
+    def __init__(self, on_delta: Callable[[str], None] | None) -> None:
+        self.on_delta = on_delta
+        self.text: list[str] = []
+        self._shown = 0
+
+    def flush(self) -> None:
+        if self.on_delta and len(self.text) > self._shown:
+            self.on_delta("".join(self.text[self._shown:]))
+        self._shown = len(self.text)
+
+    def read(self, reads: Iterator[list[str]], apply: Callable[[list[str]], bool],
+             cancelled: Callable[[], bool]) -> bool:
+        """`apply(events)` each read (True: the answer is complete, stop reading), then its text goes on;
+        True when `apply` said so before the body ended. Raises Cancelled between reads."""
+        for events in reads:
+            if cancelled():
+                raise Cancelled()
+            try:
+                done = apply(events)
+            finally:
+                self.flush()  # what a read held before a bad event was received: it is shown, as it always was
+            if done:
+                return True
+        return False

@@ -46,22 +46,13 @@ def test_a_line_separator_inside_json_text_does_not_split_the_event():
 def _transport(kind: str, chunks: list[bytes]):
     """A transport whose server sends `chunks` as the reads of one streamed answer."""
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=httpx.ByteStream(b"")
-                              if not chunks else _Chunks(chunks))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=iter(chunks))
 
     http = httpx.Client(transport=httpx.MockTransport(handler))
     timeout = httpx.Timeout(5.0)
     if kind == "openai":
         return OpenAICompatTransport(http, "http://model.test/v1", None, timeout)
     return AnthropicTransport(http, "http://model.test", None, timeout, max_tokens=100)
-
-
-class _Chunks(httpx.SyncByteStream):
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
-
-    def __iter__(self):
-        yield from self.chunks
 
 
 def _openai_chunk(text: str) -> bytes:
