@@ -6,6 +6,7 @@
      │    └── InvalidInput (422, invalid_request)
      ├── Unauthorized (401, unauthorized)
      ├── Forbidden (403, forbidden)
+     │    └── AddressRefused (403, address_refused)   shared.security.addresses: an internal destination
      ├── NotFound (404, not_found)
      ├── Conflict (409, conflict)
      │    ├── IdempotencyConflict (409, idempotency_key_reused)
