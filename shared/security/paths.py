@@ -8,18 +8,43 @@ from pathlib import Path
 from shared.errors import InvalidInput
 
 
-def resolve_inside(root: Path, user_path: str) -> Path:
-    """The real path `user_path` names under `root`; absolute paths and escapes are refused.
-
-    Symlinks are followed before the check, so a link inside the root that points outside it
-    is refused like `../` is.
-    """
+def _check_relative(user_path: str) -> None:
+    """Refuse what can never name something under a root: nothing, NUL, absolute or home paths."""
     if not isinstance(user_path, str) or not user_path.strip():
         raise InvalidInput("A path is required.")
     if "\x00" in user_path:
         raise InvalidInput("The path contains a NUL byte.")
     if Path(user_path).is_absolute() or user_path.startswith("~"):
         raise InvalidInput(f"Absolute paths are not allowed: {user_path!r}. Give a path relative to the workspace.")
+
+
+def relative_parts(user_path: str) -> tuple[str, ...]:
+    """The names `user_path` walks through under its root, `.` and `..` settled by text alone.
+
+    Nothing on disk is consulted, so a caller resolves the names beneath a descriptor of the root
+    (where a symbolic link is refused, which keeps this reading equal to the kernel's).
+    """
+    _check_relative(user_path)
+    parts: list[str] = []
+    for name in user_path.split("/"):
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if not parts:
+                raise InvalidInput(f"The path {user_path!r} points outside the workspace.")
+            parts.pop()
+            continue
+        parts.append(name)
+    return tuple(parts)
+
+
+def resolve_inside(root: Path, user_path: str) -> Path:
+    """The real path `user_path` names under `root`; absolute paths and escapes are refused.
+
+    Symlinks are followed before the check, so a link inside the root that points outside it
+    is refused like `../` is.
+    """
+    _check_relative(user_path)
     real_root = Path(root).resolve()
     target = (real_root / user_path).resolve()
     if not target.is_relative_to(real_root):

@@ -7,14 +7,16 @@ stops when the turn is cancelled; a search cut short returns what it found with 
 
 from __future__ import annotations
 
+import io
+import os
 import time
-from pathlib import Path
 from typing import Any
 
-from shared.security.paths import relative_name
+from shared.errors import HermesError
+from services.worker.tools.beneath import Beneath
 from services.worker.tools.patterns import line_pattern
 from services.worker.tools.registry import ToolContext
-from services.worker.tools.workspace import existing, is_binary, walk
+from services.worker.tools.workspace import looks_binary, open_regular, opened, walk
 
 MAX_SEARCH_MATCHES = 200
 MAX_SEARCH_FILE_BYTES = 2 * 1024 * 1024
@@ -45,13 +47,13 @@ class FileSearch:
         self.skipped_large = 0
         self.deadline = time.monotonic() + SEARCH_DEADLINE_SECONDS
 
-    def run(self, root: Path, start: Path) -> str | None:
+    def run(self, ws: Beneath, start: str) -> str | None:
         """Search every text file under `start`; returns why the search stopped early, or None."""
         try:
-            for entry in walk(root, start):
+            for name, kind in walk(ws, start):
                 self.spend_entry()
-                if entry.is_file():
-                    self.search_file(relative_name(root, entry.parent.resolve() / entry.name), entry)
+                if kind == "file":
+                    self.search_file(ws, name)
         except SearchStopped as stop:
             return str(stop)
         return None
@@ -70,19 +72,27 @@ class FileSearch:
             raise SearchStopped(f"[Search stopped after {SEARCH_DEADLINE_SECONDS:g} s; these are the matches found "
                                 "so far. Narrow the pattern or path.]")
 
-    def search_file(self, name: str, path: Path) -> None:
-        size = path.stat().st_size
+    def search_file(self, ws: Beneath, name: str) -> None:
+        try:
+            fh = open_regular(ws, name)
+        except HermesError:  # replaced by a link or removed since it was listed
+            return
+        with fh:
+            self.search_open(name, fh)
+
+    def search_open(self, name: str, fh) -> None:
+        size = os.fstat(fh.fileno()).st_size
         if size > MAX_SEARCH_FILE_BYTES:
             self.skipped_large += 1
             return
-        if is_binary(path):
+        if looks_binary(fh):
             return
         if self.bytes + size > MAX_SEARCH_TOTAL_BYTES:
             raise SearchStopped(f"[Stopped after reading {_size(MAX_SEARCH_TOTAL_BYTES)}; narrow the path.]")
         self.bytes += size
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
-            for number, line in enumerate(fh, start=1):
-                self.search_line(name, number, line.rstrip("\r\n"))
+        text = io.TextIOWrapper(fh, encoding="utf-8", errors="replace")
+        for number, line in enumerate(text, start=1):
+            self.search_line(name, number, line.rstrip("\r\n"))
 
     def search_line(self, name: str, number: int, line: str) -> None:
         self.lines += 1
@@ -113,9 +123,8 @@ def _size(n: int) -> str:
 
 def search_files(ctx: ToolContext, args: dict[str, Any]) -> str:
     """Lines matching a regular expression (or plain text) in workspace text files."""
-    root = ctx.workspace.resolve()
-    start = existing(ctx, args.get("path") or ".")
     search = FileSearch(ctx, args["pattern"])
-    stopped = search.run(root, start)
+    with opened(ctx) as ws:
+        stopped = search.run(ws, args.get("path") or ".")
     lines = search.matches or [f"No matches for {args['pattern']!r}."]
     return "\n".join(lines + search.notes(stopped))

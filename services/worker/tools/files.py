@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import io
+
+from services.worker.tools.beneath import explained
 from services.worker.tools.file_search import search_files
 from services.worker.tools.patterns import glob_matcher
 from services.worker.tools.registry import Tool, ToolContext, register
-from services.worker.tools.workspace import existing, is_binary, walk
-from shared.atomic import atomic_write
+from services.worker.tools.workspace import looks_binary, open_regular, opened, shown, walk
 from shared.errors import InvalidInput
-from shared.security.paths import relative_name, resolve_inside
+from shared.security.paths import relative_parts
 
 MAX_LINES_PER_READ = 2000
 MAX_LINE_CHARS = 2000
@@ -35,30 +37,31 @@ def _numbered(line: str, number: int) -> str:
 def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     """Numbered lines of one text file, a page at a time."""
     path = args["path"]
-    target = existing(ctx, path)
-    if target.is_dir():
-        raise InvalidInput(f"{path} is a directory; use list_files to see what it holds.")
-    if is_binary(target):
-        raise InvalidInput(f"{path} looks like a binary file; read_file only shows text.")
     offset = max(1, int(args.get("offset") or 1))
     limit = min(MAX_LINES_PER_READ, max(1, int(args.get("limit") or MAX_LINES_PER_READ)))
-    shown: list[str] = []
+    with opened(ctx) as ws, open_regular(ws, path) as raw:
+        if looks_binary(raw):
+            raise InvalidInput(f"{path} looks like a binary file; read_file only shows text.")
+        return _page(ctx, path, io.TextIOWrapper(raw, encoding="utf-8", errors="replace"), offset, limit)
+
+
+def _page(ctx: ToolContext, path: str, fh: io.TextIOWrapper, offset: int, limit: int) -> str:
+    shown_lines: list[str] = []
     size = 0
     cut_at = None
     total = 0
-    with target.open("r", encoding="utf-8", errors="replace") as fh:
-        for total, line in enumerate(fh, start=1):
-            if total % CANCEL_CHECK_LINES == 0 and ctx.cancelled():
-                return "[read_file stopped: the turn was cancelled.]"
-            if total < offset or total >= offset + limit or cut_at is not None:
-                continue
-            entry = _numbered(line, total)
-            if size + len(entry) + 1 > MAX_READ_CHARS:
-                cut_at = total
-                continue
-            shown.append(entry)
-            size += len(entry) + 1
-    return _page_text(path, shown, offset, total, cut_at)
+    for total, line in enumerate(fh, start=1):
+        if total % CANCEL_CHECK_LINES == 0 and ctx.cancelled():
+            return "[read_file stopped: the turn was cancelled.]"
+        if total < offset or total >= offset + limit or cut_at is not None:
+            continue
+        entry = _numbered(line, total)
+        if size + len(entry) + 1 > MAX_READ_CHARS:
+            cut_at = total
+            continue
+        shown_lines.append(entry)
+        size += len(entry) + 1
+    return _page_text(path, shown_lines, offset, total, cut_at)
 
 
 def _page_text(path: str, shown: list[str], offset: int, total: int, cut_at: int | None) -> str:
@@ -80,22 +83,20 @@ def _page_text(path: str, shown: list[str], offset: int, total: int, cut_at: int
 
 def list_files(ctx: ToolContext, args: dict[str, Any]) -> str:
     """Files and directories under a workspace path, recursively; directories end with '/'."""
-    root = ctx.workspace.resolve()
-    start = existing(ctx, args.get("path") or ".")
     pattern = args.get("pattern")
     matches = glob_matcher(pattern) if pattern else None
     lines: list[str] = []
-    for seen, entry in enumerate(walk(root, start), start=1):
-        if seen > MAX_LIST_WALK or ctx.cancelled():
-            lines.append(f"[Listing stopped after looking at {seen - 1:,} entries; narrow it with path or pattern.]")
-            break
-        if matches is not None and not matches(entry.name):
-            continue
-        if len(lines) == MAX_LIST_ENTRIES:
-            lines.append(f"[Listing cut at {MAX_LIST_ENTRIES} entries; narrow it with path or pattern.]")
-            break
-        suffix = "/" if entry.is_dir() and not entry.is_symlink() else ""
-        lines.append(relative_name(root, entry.parent.resolve() / entry.name) + suffix)
+    with opened(ctx) as ws:
+        for seen, (name, kind) in enumerate(walk(ws, args.get("path") or "."), start=1):
+            if seen > MAX_LIST_WALK or ctx.cancelled():
+                lines.append(f"[Listing stopped after looking at {seen - 1:,} entries; narrow it with path or pattern.]")
+                break
+            if matches is not None and not matches(name.rsplit("/", 1)[-1]):
+                continue
+            if len(lines) == MAX_LIST_ENTRIES:
+                lines.append(f"[Listing cut at {MAX_LIST_ENTRIES} entries; narrow it with path or pattern.]")
+                break
+            lines.append(name + ("/" if kind == "dir" else ""))
     if not lines:
         return "No entries match." if pattern else "The directory is empty."
     return "\n".join(lines)
@@ -103,13 +104,11 @@ def list_files(ctx: ToolContext, args: dict[str, Any]) -> str:
 
 def write_file(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     """Replace (or create) a whole file atomically, creating parent directories."""
-    root = ctx.workspace.resolve()
-    target = resolve_inside(root, args["path"])
-    if target.is_dir():
-        raise InvalidInput(f"{args['path']} is a directory.")
+    parts = relative_parts(args["path"])
     data = args["content"].encode("utf-8")
-    atomic_write(target, data)
-    return {"path": relative_name(root, target), "bytes_written": len(data)}
+    with opened(ctx) as ws, explained(args["path"]):
+        ws.replace_file(parts, data)
+    return {"path": shown(parts), "bytes_written": len(data)}
 
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from services.worker.tools.beneath import Beneath, explained
 from services.worker.tools.registry import Tool, ToolContext, register
-from shared.atomic import atomic_write
+from services.worker.tools.workspace import open_regular, opened, shown
 from shared.errors import InvalidInput, NotFound, PayloadTooLarge
-from shared.security.paths import relative_name, resolve_inside
+from shared.security.paths import relative_parts
 from shared.textmatch import MatchFailure, find_and_replace, unified_diff
 
 MAX_PATCH_FILE_BYTES = 2 * 1024 * 1024
@@ -27,26 +27,21 @@ def _already_applied(content: str, old: str, new: str) -> bool:
     return len(new.strip()) >= 8 and new in content and (old == new or old not in content)
 
 
-def _read(target, path: str) -> tuple[str, int]:
-    """The file's text (no BOM) and mode; refuses what is not a small UTF-8 text file."""
-    if not target.exists():
-        raise NotFound(f"No such file: {path}. Create it with write_file.")
-    if not target.is_file():
-        raise InvalidInput(f"{path} is not a regular file.")
-    try:  # the path is already resolved: a link appearing there now was swapped in, so refuse to follow it
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        raise InvalidInput(f"{path} could not be opened for patching.") from None
-    with os.fdopen(fd, "rb") as fh:
+def _read(ws: Beneath, path: str) -> str:
+    """The file's text; refuses what is not a small UTF-8 text file."""
+    try:
+        fh = open_regular(ws, path)
+    except NotFound:
+        raise NotFound(f"No such file: {path}. Create it with write_file.") from None
+    with fh:
         raw = fh.read(MAX_PATCH_FILE_BYTES + 1)
-        mode = os.fstat(fh.fileno()).st_mode
     if len(raw) > MAX_PATCH_FILE_BYTES:
         raise PayloadTooLarge(f"{path} is larger than {MAX_PATCH_FILE_BYTES // (1024 * 1024)} MiB; patch edits "
                               "smaller files (rewrite it in parts or use write_file).", code="file_too_large")
     if b"\x00" in raw[:8192]:
         raise InvalidInput(f"{path} looks like a binary file; patch only edits text.")
     try:
-        return raw.decode("utf-8"), mode
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidInput(f"{path} is not UTF-8 text; patch only edits UTF-8 files.") from None
 
@@ -63,27 +58,28 @@ def _string(args: dict[str, Any], name: str, limit: int) -> str:
 
 def patch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any] | str:
     """Replace old_string with new_string in one file (fuzzy, unique unless replace_all) and show the diff."""
-    root = ctx.workspace.resolve()
-    target = resolve_inside(root, args["path"])
+    parts = relative_parts(args["path"])
     old = _string(args, "old_string", MAX_OLD_STRING_CHARS)
     new = _string(args, "new_string", MAX_NEW_STRING_CHARS)
-    shown = relative_name(root, target)
-    content, mode = _read(target, args["path"])
-    bom = content.startswith(_BOM)
-    body = content[1:] if bom else content
-    try:
-        result = find_and_replace(body, old, new, replace_all=bool(args.get("replace_all")), cancelled=ctx.cancelled)
-    except MatchFailure as failure:
-        if failure.kind == "cancelled":
-            return "[patch stopped: the turn was cancelled; the file was not changed.]"
-        if failure.kind == "no_match" and _already_applied(body, old, new):
-            return {"success": True, "path": shown, "replacements": 0, "note": "The edit is already in the file; "
-                    "nothing was changed."}
-        raise InvalidInput(f"{shown}: {failure.message}", code=f"patch_{failure.kind}") from None
-    atomic_write(target, (_BOM if bom else "") + result.content)
-    os.chmod(target, mode & 0o7777)  # the temp file was 0600; keep the file's own permissions
-    return {"success": True, "path": shown, "replacements": result.count, "strategy": result.strategy,
-            "diff": unified_diff(body, result.content, shown)}
+    name = shown(parts)
+    with opened(ctx) as ws:
+        content = _read(ws, args["path"])
+        bom = content.startswith(_BOM)
+        body = content[1:] if bom else content
+        try:
+            result = find_and_replace(body, old, new, replace_all=bool(args.get("replace_all")),
+                                      cancelled=ctx.cancelled)
+        except MatchFailure as failure:
+            if failure.kind == "cancelled":
+                return "[patch stopped: the turn was cancelled; the file was not changed.]"
+            if failure.kind == "no_match" and _already_applied(body, old, new):
+                return {"success": True, "path": name, "replacements": 0, "note": "The edit is already in the "
+                        "file; nothing was changed."}
+            raise InvalidInput(f"{name}: {failure.message}", code=f"patch_{failure.kind}") from None
+        with explained(args["path"]):
+            ws.replace_file(parts, ((_BOM if bom else "") + result.content).encode("utf-8"))
+    return {"success": True, "path": name, "replacements": result.count, "strategy": result.strategy,
+            "diff": unified_diff(body, result.content, name)}
 
 
 register(Tool(

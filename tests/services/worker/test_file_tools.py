@@ -71,7 +71,8 @@ def test_paths_outside_the_workspace_are_refused(ctx, attack):
             call()
 
 
-def test_symlinks_pointing_outside_are_refused_but_inside_ones_work(ctx, tmp_path):
+def test_every_symlink_is_refused_whether_it_leads_out_or_stays_inside(ctx, tmp_path):
+    """File tools never follow a link: one checked now may be swapped for another before it is opened."""
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("top secret")
@@ -79,14 +80,17 @@ def test_symlinks_pointing_outside_are_refused_but_inside_ones_work(ctx, tmp_pat
     (ctx.workspace / "real.txt").write_text("fine")
     (ctx.workspace / "alias.txt").symlink_to(ctx.workspace / "real.txt")
 
-    with pytest.raises(InvalidInput, match="outside the workspace"):
-        files.read_file(ctx, {"path": "escape/secret.txt"})
-    with pytest.raises(InvalidInput):
+    for path in ("escape/secret.txt", "alias.txt"):
+        with pytest.raises(InvalidInput, match="symbolic link or passes through one; file tools do not follow links"):
+            files.read_file(ctx, {"path": path})
+        with pytest.raises(InvalidInput, match="do not follow links"):
+            files.write_file(ctx, {"path": path, "content": "x"})
+    with pytest.raises(InvalidInput, match="do not follow links"):
         files.write_file(ctx, {"path": "escape/new.txt", "content": "x"})
-    assert "escape" not in files.list_files(ctx, {})
+    assert files.list_files(ctx, {}) == "real.txt"
     assert "top secret" not in files.search_files(ctx, {"pattern": "secret"})
-    assert files.read_file(ctx, {"path": "alias.txt"}) == "     1|fine"
-    assert not (outside / "new.txt").exists()
+    assert not (outside / "new.txt").exists() and (outside / "secret.txt").read_text() == "top secret"
+    assert (ctx.workspace / "alias.txt").is_symlink() and (ctx.workspace / "real.txt").read_text() == "fine"
 
 
 def test_inner_dot_dot_is_fine_and_missing_files_are_named(ctx, tmp_path):

@@ -54,7 +54,7 @@ def test_tool_errors_show_workspace_relative_paths_only(db, user, session, model
     for message in errors.values():
         assert str(data_dir) not in message and str(data_dir.resolve()) not in message
         assert user.id not in message and "/usr/lib" not in message
-    assert errors["c1"] == "Tool 'write_file' failed: [Errno 17] File exists: 'a.txt'"
+    assert errors["c1"] == "a.txt/b.txt: a part of it is a file, not a folder."
     assert errors["c2"] == "No such file or directory: missing.txt"
     assert errors["c3"] == "folder is a directory."
     assert "'[your files]/memories/absent.md'" in errors["c4"]
