@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from shared.errors import HermesError
-from services.worker.tools import files, identity, patch as patch_tool, workspace
+from services.worker.tools import beneath, files, identity, patch as patch_tool, workspace
 from services.worker.tools.registry import ToolContext
 
 pytestmark = pytest.mark.once
@@ -46,6 +46,14 @@ def _tree(root: Path) -> dict[str, tuple[int, bytes]]:
     return found
 
 
+def _kernel_has_openat2() -> bool:
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return beneath.has_openat2(fd)
+    finally:
+        os.close(fd)
+
+
 def _hammer(a: ToolContext) -> list[str]:
     """Hundreds of writes, patches and reads of d/f.txt; what the reads returned."""
     reads = []
@@ -61,9 +69,10 @@ def _hammer(a: ToolContext) -> list[str]:
     return reads
 
 
+@pytest.mark.parametrize("resolver", ["openat2", "component walk"])
 @pytest.mark.parametrize("acting", ["as the worker", "as the sandbox uid"])
 def test_a_folder_swapped_for_a_link_never_leads_a_tool_into_another_workspace(settings, tmp_data_dir, monkeypatch,
-                                                                             acting):
+                                                                             acting, resolver):
     """Reproduction: a process in user A's workspace exchanged folder `d` with a link `s` to user B's
     workspace (renameat2 RENAME_EXCHANGE in a loop) while the tools read, wrote and patched d/f.txt.
     The tools checked the path, then opened it by name: reads returned B's file, writes replaced it
@@ -72,6 +81,9 @@ def test_a_folder_swapped_for_a_link_never_leads_a_tool_into_another_workspace(s
         pytest.skip("the sandbox uid is taken on only by a root worker; this run is not root")
     if acting == "as the worker":
         monkeypatch.setattr(workspace, "sandbox_uid", lambda settings: None)
+    if resolver == "openat2" and not _kernel_has_openat2():
+        pytest.skip("this kernel has no openat2; the component walk is what runs")
+    monkeypatch.setattr(beneath, "_openat2_works", resolver == "openat2")
     a, b = _ctx(tmp_data_dir, settings, "usr_a"), _ctx(tmp_data_dir, settings, "usr_b")
     (b.workspace / "f.txt").write_text(SECRET)
     (a.workspace / "d").mkdir()
