@@ -19,6 +19,7 @@ from pathlib import Path
 from shared.errors import Unavailable
 
 from .limits import Limits, clean_env
+from .stage import STAGE, reachable, stage_ready, staged
 
 MOUNT_POINT = "/workspace"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -77,15 +78,11 @@ def hand_over(workspace: Path, uid: int) -> None:
                 os.chown(name, uid, uid, dir_fd=dir_fd, follow_symlinks=False)
 
 
-def check_reachable(workspace: Path, uid: int) -> None:
-    """bwrap resolves the workspace path as the sandbox uid: every parent folder must let it pass."""
-    for parent in Path(workspace).resolve().parents:
-        st = os.stat(parent)
-        if not (st.st_mode & 0o001 or (st.st_uid == uid and st.st_mode & 0o100)
-                or (st.st_gid == uid and st.st_mode & 0o010)):
-            raise SandboxUnavailable(
-                "the terminal sandbox cannot reach the workspace: a parent folder of DATA_DIR/users/<id>/workspace "
-                f"is not searchable by TERMINAL_SANDBOX_UID ({uid}); chmod o+x that folder or choose another uid")
+def _unreachable(uid: int) -> SandboxUnavailable:
+    return SandboxUnavailable(
+        "the terminal sandbox cannot reach the workspace: a parent folder of DATA_DIR/users/<id>/workspace is not "
+        f"searchable by TERMINAL_SANDBOX_UID ({uid}), and this worker cannot give bwrap the workspace through a mount "
+        f"namespace of its own (it needs CAP_SYS_ADMIN and a root-owned {STAGE}); chmod o+x that folder instead")
 
 
 def bwrap_path() -> str:
@@ -180,20 +177,35 @@ def launch(command: str, *, workspace: Path, sandbox: Sandbox, stdout, stderr=su
     if uid is not None:
         hand_over(workspace, uid)
     ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
-    common = dict(stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True, **ids)
+    common = dict(stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True)
     if sandbox.kind == "none":
         env = clean_env(str(workspace), sandbox.env_passthrough)
         # Without a user namespace the count would include the worker's own threads; only a
         # dropped uid (root worker) makes the limit both effective and harmless.
         preexec = sandbox.limits.preexec(nproc=uid is not None)
-        return subprocess.Popen(["/bin/bash", "-c", command], cwd=workspace / workdir, env=env, preexec_fn=preexec, **common)
+        return subprocess.Popen(["/bin/bash", "-c", command], cwd=workspace / workdir, env=env, preexec_fn=preexec,
+                                **common, **ids)
     check(sandbox)
-    if uid is not None:
-        check_reachable(workspace, uid)
     fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
     try:
         argv = bwrap_argv(sandbox, fd, command, workdir)
-        return subprocess.Popen(argv, env=clean_env(MOUNT_POINT, sandbox.env_passthrough), pass_fds=(fd,),
-                                preexec_fn=sandbox.limits.preexec(nproc=False), **common)
+        preexec = sandbox.limits.preexec(nproc=False)
+        if uid is None or reachable(workspace, uid):
+            return subprocess.Popen(argv, env=clean_env(MOUNT_POINT, sandbox.env_passthrough), pass_fds=(fd,),
+                                    preexec_fn=preexec, **common, **ids)
+        return _launch_staged(argv, workspace, fd, uid, preexec, clean_env(MOUNT_POINT, sandbox.env_passthrough),
+                              common)
     finally:
         os.close(fd)
+
+
+def _launch_staged(argv: list[str], workspace: Path, fd: int, uid: int, preexec, env: dict,
+                   common: dict) -> subprocess.Popen:
+    """bwrap started through a mount namespace of its own (stage.py): the workspace's folders are closed to `uid`."""
+    if not stage_ready(uid):
+        raise _unreachable(uid)
+    try:
+        return subprocess.Popen(argv, env=env, pass_fds=(fd,), preexec_fn=staged(workspace, fd, uid, preexec),
+                                **common)
+    except subprocess.SubprocessError:  # the namespace or the mount was refused
+        raise _unreachable(uid) from None

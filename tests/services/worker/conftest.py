@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from services.worker.runtime import Runtime
-from tests.services.worker.terminal_turns import searchable_data_dir
+from tests.services.worker.terminal_turns import closed_data_dir
 from tests.support.factories import make_session
 
 
@@ -35,7 +35,7 @@ def session(db, user):
 
 @pytest.fixture
 def data():
-    """A DATA_DIR the terminal sandbox can reach as its unprivileged uid (see terminal_turns.searchable_data_dir)."""
-    path = searchable_data_dir()
+    """A DATA_DIR under a 0700 folder, as on a root install (see terminal_turns.closed_data_dir)."""
+    path = closed_data_dir()
     yield path
     shutil.rmtree(path.parent, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Helpers for terminal tests: a DATA_DIR the sandbox uid can traverse, and one-turn runs of the real tools."""
+"""Helpers for terminal tests: a DATA_DIR under a closed folder, and one-turn runs of the real tools."""
 
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP and not os.environ.get("CI"), re
 SECRET = "hstack-terminal-secret-5d1e"
 
 
-def searchable_data_dir() -> Path:
-    """A fresh DATA_DIR whose parent is 0711, as a root worker's sandbox uid must pass through it."""
+def closed_data_dir() -> Path:
+    """A fresh DATA_DIR under a 0700 folder, as a root install's home folder is: the sandbox uid cannot pass it."""
     base = Path(tempfile.mkdtemp(prefix="hstack-terminal-"))
-    base.chmod(0o711)
+    base.chmod(0o700)
     data = base / "data"
     data.mkdir()
     return data

@@ -18,7 +18,7 @@ import pytest
 
 from services.worker.sandbox import (Limits, ProcessNotFound, ProcessTable, Sandbox, SandboxUnavailable,
                                      TooManyProcesses, check, run, unsandboxed_refusal)
-from services.worker.sandbox import launcher
+from services.worker.sandbox import launcher, stage
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
@@ -41,12 +41,12 @@ print("forked", n)
 '"""
 
 
-@pytest.fixture
-def tree():
-    """A fake DATA_DIR: two users, the SQLite file and a .env beside it. Its parent is searchable
-    (0711), as a real DATA_DIR's must be when a root worker hands commands to TERMINAL_SANDBOX_UID."""
+@pytest.fixture(params=[0o711, 0o700], ids=["searchable parent", "0700 parent"])
+def tree(request):
+    """A fake DATA_DIR: two users, the SQLite file and a .env beside it, under a parent searchable by
+    everyone (0711) or by its owner only (0700, as root's home folder is on a root install)."""
     base = Path(tempfile.mkdtemp(prefix="hstack-sandbox-"))
-    base.chmod(0o711)
+    base.chmod(request.param)
     data = base / "data"
     a, b = data / "users" / "alice" / "workspace", data / "users" / "bob"
     a.mkdir(parents=True)
@@ -204,8 +204,10 @@ def test_a_missing_bwrap_names_the_fix_and_never_falls_back(tree, monkeypatch):
     assert not (tree["a"] / "ran.txt").exists()
 
 
-def test_refused_namespaces_name_the_fix(tree, monkeypatch):
-    fake = tree["data"].parent / "bwrap"
+def test_refused_namespaces_name_the_fix(monkeypatch):
+    folder = Path(tempfile.mkdtemp(prefix="hstack-fake-bwrap-"))
+    folder.chmod(0o755)  # run as the sandbox uid when we are root
+    fake = folder / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setattr(launcher, "bwrap_path", lambda: str(fake))
@@ -214,6 +216,7 @@ def test_refused_namespaces_name_the_fix(tree, monkeypatch):
         check(Sandbox(network=False, sandbox_uid=os.geteuid() or 65534))
     assert "No permissions" in err.value.message
     launcher._probe.cache_clear()
+    shutil.rmtree(folder)
 
 
 @needs_bwrap
@@ -248,3 +251,18 @@ def test_background_processes_die_after_their_lifetime(tree):
     assert table.reap() == 1
     view = table.poll("alice", pid)
     assert view["status"] == "killed" and "LIFETIME" in view["killed_because"]
+
+
+@needs_bwrap
+def test_a_closed_data_dir_is_reached_without_loosening_it_or_leaving_a_mount(tree):
+    """Reproduction: with DATA_DIR under a 0700 folder (root's home), a root worker's every command failed:
+    "a parent folder of DATA_DIR/users/<id>/workspace is not searchable by TERMINAL_SANDBOX_UID (65534)"."""
+    mode = tree["data"].parent.stat().st_mode & 0o777
+
+    result = run("echo made > made.txt; ls", workspace=tree["a"], timeout=30, sandbox=sandbox(tree))
+
+    assert result.exit_code == 0 and "made.txt" in result.output
+    assert (tree["a"] / "made.txt").stat().st_uid == (Sandbox().sandbox_uid if os.geteuid() == 0 else os.geteuid())
+    assert tree["data"].parent.stat().st_mode & 0o777 == mode
+    assert str(stage.STAGE) not in Path("/proc/self/mountinfo").read_text()
+    assert not stage.STAGE.exists() or list(stage.STAGE.iterdir()) == []
