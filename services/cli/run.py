@@ -68,9 +68,10 @@ def check_sandbox(settings: Settings, console: Console) -> bool:
     """Say how to install bubblewrap when the terminal needs it and it is missing; the stack still starts."""
     if settings.terminal_sandbox != "bwrap" or shutil.which("bwrap"):
         return True
-    console.say("warning: TERMINAL_SANDBOX=bwrap but bubblewrap (bwrap) is not installed, so the terminal tool "
-                "will refuse every command until it is: sudo apt-get install bubblewrap (Debian/Ubuntu), "
-                "sudo dnf install bubblewrap (Fedora); or TERMINAL_SANDBOX=none on a single-user box only.")
+    sudo = "" if os.geteuid() == 0 else "sudo "  # a root install may have no sudo at all
+    console.say(f"warning: the terminal tool refuses every command until bubblewrap is installed: {sudo}apt-get "
+                f"install bubblewrap (Fedora: {sudo}dnf install bubblewrap), then restart; or TERMINAL_SANDBOX=none "
+                "on a single-user box only.")
     return False
 
 

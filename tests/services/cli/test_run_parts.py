@@ -88,6 +88,17 @@ def test_a_missing_bwrap_is_one_console_line_naming_the_install(monkeypatch):
     assert out.getvalue().count("\n") == 1 and "apt-get install bubblewrap" in out.getvalue()
 
 
+def test_the_install_line_for_root_has_no_sudo(monkeypatch):
+    """A root install (Debian's /root, no sudo installed) was told to run `sudo apt-get install bubblewrap`."""
+    out = io.StringIO()
+    monkeypatch.setattr(run_module.shutil, "which", lambda name: None)
+    monkeypatch.setattr(run_module.os, "geteuid", lambda: 0)
+
+    check_sandbox(load_settings().model_copy(update={"terminal_sandbox": "bwrap"}), Console(out))
+
+    assert ": apt-get install bubblewrap" in out.getvalue() and "sudo" not in out.getvalue()
+
+
 def test_an_installed_bwrap_says_nothing(monkeypatch):
     out = io.StringIO()
     monkeypatch.setattr(run_module.shutil, "which", lambda name: "/usr/bin/bwrap")
