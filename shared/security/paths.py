@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from shared.errors import InvalidInput
+
+
+PATH_MAX = 4096  # the kernel's limit on one path; a longer one could be written folder by folder, never read
 
 
 def _check_relative(user_path: str) -> None:
@@ -35,6 +39,8 @@ def relative_parts(user_path: str) -> tuple[str, ...]:
             parts.pop()
             continue
         parts.append(name)
+    if len(os.fsencode("/".join(parts))) >= PATH_MAX:
+        raise InvalidInput("The path is too long.")
     return tuple(parts)
 
 

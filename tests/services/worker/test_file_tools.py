@@ -158,3 +158,11 @@ def test_searches_skip_large_files_and_cap_output(ctx, monkeypatch):
     assert "[Skipped 1 file(s) over 500 bytes.]" in result
     with pytest.raises(InvalidInput, match="limit"):
         files.search_files(ctx, {"pattern": "a" * 1001})
+
+
+def test_a_path_longer_than_the_kernel_reads_is_refused_before_anything_is_made(ctx):
+    """Reproduction: write_file('a/' * 2500 + 'f') made 2,500 nested folders one by one (3.7 s) and wrote a
+    file that read_file then refused as too long."""
+    with pytest.raises(InvalidInput, match="too long"):
+        files.write_file(ctx, {"path": "a/" * 2500 + "f", "content": "x"})
+    assert not (ctx.workspace / "a").exists()
