@@ -26,6 +26,17 @@ def _deep(workspace: Path, depth: int) -> None:
     os.close(fd)
 
 
+def _remove_deep(workspace: Path) -> None:
+    """Remove what _deep made, bottom up (shutil.rmtree recurses too deep for it)."""
+    fds = [os.open(workspace, os.O_RDONLY)]
+    while os.path.isdir(f"/proc/self/fd/{fds[-1]}/a"):
+        fds.append(os.open("a", os.O_RDONLY, dir_fd=fds[-1]))
+    os.close(fds.pop())
+    while fds:
+        os.rmdir("a", dir_fd=fds[-1])
+        os.close(fds.pop())
+
+
 def test_a_very_deep_tree_does_not_break_the_hand_over(tmp_path):
     """Reproduction: 1,500 nested folders in the workspace made hand_over (os.fwalk, recursive) raise
     RecursionError, so every later terminal command of that user failed."""
@@ -34,9 +45,13 @@ def test_a_very_deep_tree_does_not_break_the_hand_over(tmp_path):
     (workspace / "top.txt").write_text("root wrote this")
     _deep(workspace, 1500)
 
-    hand_over(workspace, UID)
+    try:
+        hand_over(workspace, UID)
+        owners = (workspace / "top.txt").stat().st_uid, (workspace / "a" / "a").stat().st_uid
+    finally:
+        _remove_deep(workspace)
 
-    assert (workspace / "top.txt").stat().st_uid == UID and (workspace / "a" / "a").stat().st_uid == UID
+    assert owners == (UID, UID)
 
 
 def test_a_hard_link_to_a_root_file_is_not_given_away():
