@@ -76,9 +76,9 @@ def _open_dir_at(dir_fd: int, name: str) -> int:
 class Beneath:
     """One open workspace: every path is a tuple of names under its descriptor (empty: the workspace)."""
 
-    def __init__(self, root_fd: int, *, use_openat2: bool | None = None) -> None:
+    def __init__(self, root_fd: int) -> None:
         self.fd = root_fd
-        self.openat2 = has_openat2(root_fd) if use_openat2 is None else use_openat2
+        self.openat2 = has_openat2(root_fd)
 
     def open(self, parts: tuple[str, ...], flags: int, mode: int = 0o644) -> int:
         """A descriptor of what `parts` names; ELOOP when any name on the way is a symbolic link."""
@@ -142,19 +142,17 @@ class Beneath:
             fd = nxt
         return fd
 
-    def replace_file(self, parts: tuple[str, ...], data: bytes, mode: int | None = None) -> None:
+    def replace_file(self, parts: tuple[str, ...], data: bytes) -> None:
         """Make `parts` hold exactly `data`: a new file beside it, written and synced, renamed over it.
 
-        Every file tool that writes comes through here. The file keeps its permissions unless
-        `mode` is given (a new file gets 0644).
+        Every file tool that writes comes through here. The file keeps its permissions (a new one gets 0644).
         """
         if not parts:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), ".")
         folder = self.make_dirs(parts[:-1])
         try:
-            mode = _mode_to_keep(folder, parts[-1]) if mode is None else mode
             tmp = f".hstack-write-{secrets.token_hex(8)}.tmp"
-            _write_new(folder, tmp, data, mode)
+            _write_new(folder, tmp, data, _mode_to_keep(folder, parts[-1]))
             try:
                 os.rename(tmp, parts[-1], src_dir_fd=folder, dst_dir_fd=folder)
             except BaseException:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import io
+from typing import Any
 
 from services.worker.tools.beneath import explained
 from services.worker.tools.file_search import search_files

@@ -61,11 +61,11 @@ def acting_as(uid: int | None) -> Iterator[None]:
         yield
         return
     before = current()
-    _set(uid, uid)
     try:
+        _set(uid, uid)
         yield
     finally:
-        _set(*before)
+        _set(*before)  # also after a half-done _set: the gid may have changed without the uid
 
 
 def sandbox_uid(settings) -> int | None:
