@@ -64,11 +64,15 @@ def _link_error(name: str) -> OSError:
 
 
 def _open_dir_at(dir_fd: int, name: str) -> int:
-    """The folder `name` in `dir_fd`; ELOOP when it is a link (O_DIRECTORY alone would say ENOTDIR)."""
+    """The folder `name` in `dir_fd`; ELOOP when it is a link (O_DIRECTORY alone would say ENOTDIR).
+
+    A folder there now was a link a moment ago (swapped back since): that too is a link's refusal.
+    """
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except NotADirectoryError:
-        if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        if stat.S_ISLNK(mode) or stat.S_ISDIR(mode):
             raise _link_error(name) from None
         raise
 
