@@ -19,6 +19,7 @@ from shared.errors import HermesError
 # (setfsuid, setfsgid) system call numbers; the 16-bit variants of 32-bit x86 are avoided.
 _NUMBERS = {"x86_64": (122, 123), "aarch64": (151, 152), "i686": (215, 216), "armv7l": (215, 216)}
 _UNCHANGED = 0xFFFFFFFF  # (uid_t)-1 changes nothing and answers the current value
+_PR_SET_PDEATHSIG, _PR_GET_PDEATHSIG = 1, 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -54,18 +55,27 @@ def _set(uid: int, gid: int) -> None:
         raise IdentityError(f"the filesystem uid/gid of this thread could not be set to {uid}/{gid}")
 
 
+def death_signal() -> int:
+    """The signal this thread gets when its parent dies (0: none)."""
+    sig = ctypes.c_int(0)
+    _libc.prctl(_PR_GET_PDEATHSIG, ctypes.byref(sig))
+    return sig.value
+
+
 @contextlib.contextmanager
 def acting_as(uid: int | None) -> Iterator[None]:
     """Run the block with this thread's filesystem uid and gid set to `uid` (None: as we are)."""
     if uid is None:
         yield
         return
-    before = current()
+    before, signal_before = current(), death_signal()
     try:
         _set(uid, uid)
         yield
     finally:
         _set(*before)  # also after a half-done _set: the gid may have changed without the uid
+        if signal_before:  # the kernel clears it on any change of the filesystem uid or gid
+            _libc.prctl(_PR_SET_PDEATHSIG, signal_before)
 
 
 def sandbox_uid(settings) -> int | None:

@@ -60,3 +60,25 @@ def test_a_failing_tool_gives_the_pool_thread_back_as_root(settings, tmp_data_di
     with ThreadPoolExecutor(max_workers=1) as pool:
         assert pool.submit(refused_then_identity).result() == (0, 0)
     assert not os.path.exists("/etc/hstack-probe")
+
+
+def test_a_thread_keeps_the_signal_that_stops_it_with_its_supervisor():
+    """A service started by `make run` gets SIGTERM when its supervisor dies (PR_SET_PDEATHSIG, which the kernel
+    clears on any change of the filesystem uid): a tool in that thread silently cancelled it."""
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    seen = []
+
+    def thread():
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG, as services/cli/children.py sets it
+        with identity.acting_as(65534):
+            pass
+        seen.append(identity.death_signal())
+
+    worker = threading.Thread(target=thread)
+    worker.start()
+    worker.join(10)
+
+    assert seen == [signal.SIGTERM]
