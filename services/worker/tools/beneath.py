@@ -224,6 +224,8 @@ def _explain(exc: OSError, path: str) -> Exception:
         return NotFound(f"No such file or directory: {path}")
     if code == errno.ENOTDIR:
         return InvalidInput(f"{path}: a part of it is a file, not a folder.")
+    if code == errno.ENXIO:  # a socket, or a device with nothing behind it
+        return InvalidInput(f"{path} is not a regular file.")
     if code == errno.EISDIR:
         return InvalidInput(f"{path} is a directory.")
     if code == errno.EXDEV:

@@ -166,3 +166,28 @@ def test_a_path_longer_than_the_kernel_reads_is_refused_before_anything_is_made(
     with pytest.raises(InvalidInput, match="too long"):
         files.write_file(ctx, {"path": "a/" * 2500 + "f", "content": "x"})
     assert not (ctx.workspace / "a").exists()
+
+
+def test_a_fifo_or_socket_is_refused_at_once_instead_of_holding_the_tool(ctx):
+    """Reproduction: `mkfifo pipe` in the workspace, then read_file('pipe'): the tool opened it to sniff for
+    binary content and blocked until a writer came, holding its thread for good."""
+    import socket
+    import threading
+
+    os.mkfifo(ctx.workspace / "pipe")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(ctx.workspace / "sock"))
+        answers = {}
+
+        def read_both():
+            for name in ("pipe", "sock"):
+                try:
+                    files.read_file(ctx, {"path": name})
+                except InvalidInput as exc:
+                    answers[name] = exc.message
+
+        reader = threading.Thread(target=read_both, daemon=True)
+        reader.start()
+        reader.join(10)
+
+    assert answers == {"pipe": "pipe is not a regular file.", "sock": "sock is not a regular file."}
