@@ -9,11 +9,9 @@ own threads and every other sandbox of the same uid).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import shutil
-import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +19,7 @@ from pathlib import Path
 from shared.errors import Unavailable
 
 from .limits import Limits, clean_env
-from .stage import STAGE, reachable, stage_ready, staged
+from .stage import STAGE, hand_over, reachable, stage_ready, staged
 
 MOUNT_POINT = "/workspace"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -30,7 +28,6 @@ ETC_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "
 ETC_SECRET_DIRS = ("/etc/ssl/private", "/etc/sudoers.d")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 INSTALL_BWRAP = "apt-get install bubblewrap (the Docker image installs it)"
-HAND_OVER_DEPTH = 256
 
 
 class SandboxUnavailable(Unavailable):
@@ -67,52 +64,6 @@ class Sandbox:
 def run_as(sandbox: Sandbox) -> int | None:
     """The uid a command runs as, when it must differ from ours (only when we are root)."""
     return sandbox.sandbox_uid if os.geteuid() == 0 else None
-
-
-def hand_over(workspace: Path, uid: int) -> None:
-    """Give root-owned entries of the workspace to the sandbox uid, never following a symlink.
-
-    One open folder per level (no recursion), and folders nested deeper than HAND_OVER_DEPTH are left
-    alone: only the sandbox itself can make such a tree, so what it holds is the sandbox's already.
-    """
-    top = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    stack = [(top, iter(()))]
-    try:
-        if os.fstat(top).st_uid != uid:
-            os.fchown(top, uid, uid)
-        stack[0] = (top, iter(_own_entries(top, uid)))
-        while stack:
-            fd, folders = stack[-1]
-            name = next(folders, None)
-            if name is None:
-                os.close(stack.pop()[0])
-            elif len(stack) <= HAND_OVER_DEPTH:
-                try:
-                    child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-                except OSError:  # gone, or swapped for a link, since it was listed
-                    continue
-                stack.append((child, iter(())))  # held, so the finally closes it whatever happens next
-                stack[-1] = (child, iter(_own_entries(child, uid)))
-    finally:
-        for fd, _ in stack:
-            os.close(fd)
-
-
-def _own_entries(folder: int, uid: int) -> list[str]:
-    """Chown the root-owned entries of one folder to `uid`; the names of its sub-folders.
-
-    A file with a second name may be a hard link to a root-owned file elsewhere: it stays root's.
-    """
-    folders = []
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            with contextlib.suppress(FileNotFoundError):
-                st = entry.stat(follow_symlinks=False)
-                if st.st_uid == 0 and (stat.S_ISDIR(st.st_mode) or st.st_nlink == 1):
-                    os.chown(entry.name, uid, uid, dir_fd=folder, follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode):
-                    folders.append(entry.name)
-    return folders
 
 
 def _unreachable(uid: int) -> SandboxUnavailable:

@@ -13,7 +13,7 @@ from typing import BinaryIO, Iterator
 
 from shared.errors import InvalidInput
 from shared.security.paths import relative_parts
-from services.worker.sandbox.launcher import hand_over
+from services.worker.sandbox.stage import hand_over
 from services.worker.tools.beneath import READ_FLAGS, Beneath, explained
 from services.worker.tools.identity import acting_as, sandbox_uid
 from services.worker.tools.registry import ToolContext

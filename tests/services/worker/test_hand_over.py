@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.worker.sandbox.launcher import hand_over
+from services.worker.sandbox.stage import hand_over
 
 pytestmark = [pytest.mark.once,
               pytest.mark.skipif(os.geteuid() != 0, reason="only a root worker hands files over (chown)")]
