@@ -17,7 +17,7 @@ key in "API key" and the admin key in the optional "Admin key" field (both views
 from __future__ import annotations
 
 import secrets
-from typing import Annotated
+from typing import Annotated, Callable
 from urllib.parse import parse_qsl, urlsplit
 
 import redis
@@ -115,22 +115,22 @@ def _storable(form: dict[str, str]) -> dict[str, str]:
     return form
 
 
-async def console_form(request: Request) -> dict[str, str]:
-    """A signed-in page's form: its token must be the one stored in this browser's session."""
+async def _checked_form(request: Request, token_ok: Callable[[Request, str | None], bool]) -> dict[str, str]:
     form = await _form(request)
     await load_session(request)
-    if not _same_origin(request) or not cookies.csrf_ok(request, form.pop(cookies.CSRF_FIELD, None)):
+    if not _same_origin(request) or not token_ok(request, form.pop(cookies.CSRF_FIELD, None)):
         raise ConsoleRefusal(403, EXPIRED_FORM)
     return _storable(form)
+
+
+async def console_form(request: Request) -> dict[str, str]:
+    """A signed-in page's form: its token must be the one stored in this browser's session."""
+    return await _checked_form(request, cookies.csrf_ok)
 
 
 async def signin_form(request: Request) -> dict[str, str]:
     """The sign-in form: no session to bind to yet, so its token is bound to the sign-in nonce cookie."""
-    form = await _form(request)
-    await load_session(request)
-    if not _same_origin(request) or not cookies.signin_csrf_ok(request, form.pop(cookies.CSRF_FIELD, None)):
-        raise ConsoleRefusal(403, EXPIRED_FORM)
-    return _storable(form)
+    return await _checked_form(request, cookies.signin_csrf_ok)
 
 
 def redirect(request: Request, url: str, text: str | None = None, role: str = "status") -> RedirectResponse:

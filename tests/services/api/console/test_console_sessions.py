@@ -82,3 +82,18 @@ def test_signing_out_one_browser_leaves_the_keys_other_sessions(api, signed_in, 
 def test_signing_out_without_a_live_session_just_goes_to_sign_in(browser):
     response = browser.http.post("/signout", data={})
     assert response.status_code == 303 and response.headers["location"] == "/signin"
+
+
+def test_only_a_trusted_proxy_makes_the_session_cookie_secure(settings, user):
+    """X-Forwarded-Proto: https from the listed proxy marks the cookie Secure; from anyone else it is ignored."""
+    from services.api.main import create_app
+    from tests.support.live import serve_api
+
+    for trusted, secure in (("", False), ("127.0.0.1", True)):
+        with serve_api(create_app(settings.model_copy(update={"trusted_proxies": trusted}))) as base:
+            browser = another_browser(base)
+            token = csrf_of(browser.get("/signin").text)
+            response = browser.http.post("/signin", headers={"X-Forwarded-Proto": "https"},
+                                         data={"csrf_token": token, "api_key": user.key, "next": "/"})
+            assert response.status_code == 303
+            assert ("Secure" in response.headers["set-cookie"]) is secure
