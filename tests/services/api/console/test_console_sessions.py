@@ -97,3 +97,20 @@ def test_only_a_trusted_proxy_makes_the_session_cookie_secure(settings, user):
                                          data={"csrf_token": token, "api_key": user.key, "next": "/"})
             assert response.status_code == 303
             assert ("Secure" in response.headers["set-cookie"]) is secure
+
+
+def test_a_changed_admin_key_ends_the_owners_sessions(browser, settings):
+    """An owner session remembers which admin key opened it: after ADMIN_API_KEY changes it opens nothing."""
+    from pydantic import SecretStr
+
+    from services.api.main import create_app
+    from tests.support.live import serve_api
+
+    browser.sign_in(settings.admin_api_key.get_secret_value())
+    cookie = browser.http.cookies[SESSION_COOKIE]
+    assert browser.get("/owner/status").status_code == 200
+    rotated = settings.model_copy(update={"admin_api_key": SecretStr("a-new-admin-key-0123456789")})
+    with serve_api(create_app(rotated)) as base:
+        after = another_browser(base)
+        after.http.cookies.set(SESSION_COOKIE, cookie)
+        assert after.get("/owner/status").status_code == 404
