@@ -33,4 +33,4 @@ EXPOSE 8642
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8642/healthz', timeout=4)"]
 
-CMD ["python", "-m", "uvicorn", "--factory", "services.api.main:create_app", "--host", "0.0.0.0", "--port", "8642"]
+CMD ["python", "-m", "uvicorn", "--factory", "services.api.main:create_app", "--host", "0.0.0.0", "--port", "8642", "--no-proxy-headers"]

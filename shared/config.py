@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     worker_shutdown_grace_seconds: float = Field(8.0, gt=0, alias="WORKER_SHUTDOWN_GRACE_SECONDS")
     rate_limit_per_minute: int = Field(600, ge=0, alias="RATE_LIMIT_PER_MINUTE")
     turn_rate_limit_per_minute: int = Field(60, ge=0, alias="TURN_RATE_LIMIT_PER_MINUTE")
+    auth_failures_per_minute: int = Field(30, ge=0, alias="AUTH_FAILURES_PER_MINUTE")
+    trusted_proxies: str = Field("", alias="TRUSTED_PROXIES")
     broker_key_prefix: str = Field("", alias="BROKER_KEY_PREFIX")
     log_level: str = Field("INFO", alias="LOG_LEVEL")
     log_format: str = Field("json", alias="LOG_FORMAT")

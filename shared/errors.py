@@ -110,6 +110,10 @@ class RateLimited(HermesError):
     status_code = 429
     code = "rate_limited"
 
+    def __init__(self, message: str | None = None, *, code: str | None = None, retry_after: int | None = None) -> None:
+        super().__init__(message, code=code)
+        self.retry_after = retry_after
+
 
 class Unavailable(HermesError):
     """A backing service is unavailable; try again."""

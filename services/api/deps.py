@@ -16,6 +16,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, SecretStr
 
 from services.api.auth_cache import AuthCache
+from services.api.auth_failures import AuthFailures
+from services.api.client_address import client_address
 from services.api.recent_turns import RecentTurns
 from shared.config import Settings
 from shared.db import Database
@@ -71,8 +73,7 @@ AuthCacheDep = Annotated[AuthCache, Depends(get_auth_cache)]
 RecentTurnsDep = Annotated[RecentTurns, Depends(get_recent_turns)]
 
 
-async def current_user(request: Request, settings: SettingsDep, cache: AuthCacheDep, db: DbDep,
-                       credentials: Credentials) -> User:
+async def current_user(request: Request, settings: SettingsDep, db: DbDep, credentials: Credentials) -> User:
     """The user owning the bearer key; 401 unauthorized otherwise (a recent lookup is reused).
 
     The gateway's key (GATEWAY_API_KEY) is no user's: it acts for the user named by X-Act-As-User, and only
@@ -84,21 +85,37 @@ async def current_user(request: Request, settings: SettingsDep, cache: AuthCache
         if not gateway_may(request.method, request.url.path):
             raise Forbidden("The gateway key may not use this route.")
         return await run_in_threadpool(_acting_for, db, request.headers.get(ACT_AS_HEADER))
-    user = await user_for_key(cache, db, credentials.credentials)
+    user = await user_for_key(request, credentials.credentials)
     if user is None:
         raise Unauthorized("The API key is not valid.")
     return user
 
 
-async def user_for_key(cache: AuthCache, db: Database, key: str) -> User | None:
-    """The user owning an unrevoked key, or None; a recent lookup is reused (the API and the console)."""
-    digest = users.hash_key(key)
+async def user_for_key(request: Request, key: str) -> User | None:
+    """The user owning an unrevoked key, or None (the API and the console)."""
+    return await user_for_digest(request, users.hash_key(key))
+
+
+async def user_for_digest(request: Request, digest: str) -> User | None:
+    """The user owning the unrevoked key of this digest, or None; a recent lookup is reused.
+
+    A key that opens nothing is charged to the client address, which once over its limit gets 429 for any
+    key not already cached here, before the database is asked.
+    """
+    state = request.app.state
+    cache: AuthCache = state.auth_cache
     user = cache.get(digest)
+    if user is not None:
+        return user
+    failures: AuthFailures = state.auth_failures
+    address = client_address(request.scope)
+    await failures.refuse_if_limited(address)
+    generation = cache.generation
+    user = await run_in_threadpool(users.authenticate_digest, state.db, digest)
     if user is None:
-        generation = cache.generation
-        user = await run_in_threadpool(users.authenticate, db, key)
-        if user is not None:
-            cache.put(digest, user, generation)
+        await failures.charge(address)
+    else:
+        cache.put(digest, user, generation)
     return user
 
 
@@ -129,20 +146,20 @@ def matches_secret(presented: str, secret: SecretStr | None) -> bool:
     return bool(expected) and secrets.compare_digest(presented.encode(), expected.encode())
 
 
-def _refuse(db: Database, presented: str, needed: str, settings: Settings | None = None) -> None:
+async def _refuse(request: Request, presented: str, needed: str, settings: Settings | None = None) -> None:
     """A user's key (or the gateway's) is 403 forbidden, anything else 401."""
     if (settings is not None and matches_secret(presented, settings.gateway_api_key)) or \
-            users.authenticate(db, presented) is not None:
+            await user_for_key(request, presented) is not None:
         raise Forbidden(f"This route needs {needed}.")
     raise Unauthorized("The API key is not valid.")
 
 
-def admin_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> None:
+async def admin_key(request: Request, settings: SettingsDep, credentials: Credentials) -> None:
     """Pass only the admin key; a user's key is 403 forbidden, anything else 401."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("The admin API key is required: `Authorization: Bearer <key>`.")
     if not matches_secret(credentials.credentials, settings.admin_api_key):
-        _refuse(db, credentials.credentials, "the admin API key", settings)
+        await _refuse(request, credentials.credentials, "the admin API key", settings)
 
 
 def stream_owner(settings: Settings, presented: str, user_id: str) -> str:
@@ -151,21 +168,21 @@ def stream_owner(settings: Settings, presented: str, user_id: str) -> str:
     return f"{digest}:{user_id}" if matches_secret(presented, settings.gateway_api_key) else digest
 
 
-def gateway_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> None:
+async def gateway_key(request: Request, settings: SettingsDep, credentials: Credentials) -> None:
     """Pass only the gateway's key (GATEWAY_API_KEY); a user's key is 403 forbidden, anything else 401."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("The gateway API key is required: `Authorization: Bearer <key>`.")
     if not matches_secret(credentials.credentials, settings.gateway_api_key):
-        _refuse(db, credentials.credentials, "the gateway API key")
+        await _refuse(request, credentials.credentials, "the gateway API key")
 
 
-def metrics_key(settings: SettingsDep, db: DbDep, credentials: Credentials) -> None:
+async def metrics_key(request: Request, settings: SettingsDep, credentials: Credentials) -> None:
     """Pass the admin key or METRICS_TOKEN (what Prometheus scrapes with); a user's key is 403, anything else 401."""
     if credentials is None or not credentials.credentials:
         raise Unauthorized("The admin API key or METRICS_TOKEN is required: `Authorization: Bearer <token>`.")
     presented = credentials.credentials
     if not (matches_secret(presented, settings.admin_api_key) or matches_secret(presented, settings.metrics_token)):
-        _refuse(db, presented, "the admin API key or METRICS_TOKEN", settings)
+        await _refuse(request, presented, "the admin API key or METRICS_TOKEN", settings)
 
 
 CurrentUser = Annotated[User, Depends(current_user)]

@@ -72,7 +72,13 @@ def _field_name(loc: tuple) -> str:
 
 
 async def _hermes_error(request: Request, exc: HermesError) -> JSONResponse:
-    return error_response(request.url.path, exc.status_code, exc.code, exc.message)
+    return error_response(request.url.path, exc.status_code, exc.code, exc.message, headers=retry_after(exc))
+
+
+def retry_after(exc: HermesError) -> dict[str, str] | None:
+    """The Retry-After header a refusal names (a rate limit's wait), if any."""
+    wait = getattr(exc, "retry_after", None)
+    return {"Retry-After": str(wait)} if wait else None
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

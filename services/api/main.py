@@ -15,6 +15,8 @@ import redis
 from fastapi import FastAPI
 
 from services.api.auth_cache import AuthCache, follow_revocations
+from services.api.auth_failures import AuthFailures
+from services.api.client_address import trust_proxies
 from services.api import console
 from services.api.body_limit import BodyLimit
 from services.api.errors import CatchAll, install_error_handlers
@@ -83,6 +85,8 @@ def _open_redis(app: FastAPI) -> None:
     replay = bounded_async_redis(
         settings, connections=settings.sse_redis_connections - readers, read_timeout=10, name=f"{name}:sse")
     app.state.hub = Hub(reader_clients, replay, buffer=settings.sse_subscriber_buffer)
+    app.state.auth_failures = AuthFailures(app.state.redis, settings.broker_key_prefix,
+                                           settings.auth_failures_per_minute)
 
 
 def _drain_streams_on_exit_signals(hub: Hub) -> None:
@@ -152,4 +156,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     console.install(app)  # the web console at / (its security headers wrap every console response)
+    trust_proxies(app, settings)  # outermost: every layer below sees the forwarded client
     return app

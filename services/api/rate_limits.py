@@ -13,15 +13,17 @@ import hmac
 import logging
 import re
 import time
+from http.cookies import CookieError, SimpleCookie
 
 import redis.asyncio as aioredis
 from starlette.datastructures import Headers
 from starlette.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from services.api.client_address import client_address
+from services.api.console import session_store
 from services.api.console.paths import is_console_path
-from services.api.console.secret import console_secret
-from services.api.console.session import key_of_cookie
+from services.api.console.session import SESSION_COOKIE
 from services.api.errors import error_response
 from shared.config import Settings
 from shared.gateway_auth import ACT_AS_HEADER
@@ -45,24 +47,37 @@ def creates_turn(method: str, path: str) -> bool:
                                  or CONSOLE_TURN_PATH.match(path) is not None)
 
 
-def identity(scope: Scope, gateway_key: str = "", console_secret: bytes | None = None) -> str:
-    """Whom a request counts against: the digest of its bearer key (or of the key a console session cookie
-    carries), else its client address.
+def identity(scope: Scope, gateway_key: str = "", session_digest: str = "") -> str:
+    """Whom a request counts against: the digest of its bearer key (or of the key that opened its console
+    session), else its client address.
 
     The gateway's key acting for a user counts against that user, so one busy chat cannot starve the others.
     """
     headers = Headers(scope=scope)
     scheme, _, token = headers.get("authorization", "").partition(" ")
-    if not token.strip() and console_secret and headers.get("cookie"):
-        scheme, token = "bearer", key_of_cookie(console_secret, headers["cookie"]) or ""
     if scheme.lower() == "bearer" and token.strip():
         digest = "key:" + hashlib.sha256(token.strip().encode()).hexdigest()
         acting = headers.get(ACT_AS_HEADER, "")
         if gateway_key and acting and hmac.compare_digest(token.strip().encode(), gateway_key.encode()):
             return f"{digest}:as:{acting[:64]}"
         return digest
-    client = scope.get("client")
-    return f"addr:{client[0] if client else 'unknown'}"
+    if session_digest:
+        return f"key:{session_digest}"
+    return f"addr:{client_address(scope)}"
+
+
+def session_id_of(scope: Scope) -> str | None:
+    """The console session id a request's Cookie header carries, if any."""
+    raw = Headers(scope=scope).get("cookie")
+    if not raw:
+        return None
+    jar = SimpleCookie()
+    try:
+        jar.load(raw)
+    except CookieError:
+        return None
+    morsel = jar.get(SESSION_COOKIE)
+    return morsel.value if morsel else None
 
 
 class RateLimit:
@@ -73,7 +88,6 @@ class RateLimit:
         self.settings = settings
         self._limiters: dict[int, RateLimiter] = {}  # asyncio clients belong to one event loop
         self._open_until = 0.0
-        self._secret: bytes | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path", "") in EXEMPT_PATHS:
@@ -97,8 +111,8 @@ class RateLimit:
         if (s.rate_limit_per_minute <= 0 and s.turn_rate_limit_per_minute <= 0) or time.monotonic() < self._open_until:
             return 0
         gateway = s.gateway_api_key.get_secret_value() if s.gateway_api_key else ""
-        who = identity(scope, gateway, self._console_secret())
         try:
+            who = identity(scope, gateway, await self._session_digest(scope))
             buckets = [(f"all:{who}", s.rate_limit_per_minute)]
             if creates_turn(scope.get("method", ""), scope.get("path", "")):
                 buckets.append((f"turns:{who}", s.turn_rate_limit_per_minute))
@@ -109,15 +123,16 @@ class RateLimit:
                         type(exc).__name__)
             return 0
 
-    def _console_secret(self) -> bytes | None:
-        """The console's signing key, read once (None when it cannot be read: cookies then count by address)."""
-        if self._secret is None:
-            try:
-                self._secret = console_secret(self.settings)
-            except (OSError, RuntimeError) as exc:
-                log.warning("console sessions are rate limited by address (%s)", type(exc).__name__)
-                self._secret = b""
-        return self._secret or None
+    async def _session_digest(self, scope: Scope) -> str:
+        """The key digest of a live console session named by the cookie (none for a bearer request), so the
+        console shares its key's buckets; an unknown id buys no fresh bucket: it counts by address."""
+        if Headers(scope=scope).get("authorization"):
+            return ""
+        session_id = session_id_of(scope)
+        if not session_id:
+            return ""
+        session = await session_store.load(self._limiter().client, self.settings.broker_key_prefix, session_id)
+        return session.limit_digest if session else ""
 
     def _limiter(self) -> RateLimiter:
         loop = id(asyncio.get_running_loop())

@@ -33,7 +33,8 @@ def services(settings: Settings, data_dir: Path) -> list[Service]:
     celery_worker = ["-m", "celery", "-A", "services.worker.tasks", "worker", "--pool", "threads", *quiet]
     return [
         Service("api", python("-m", "uvicorn", "--factory", "services.api.main:create_app", "--host",
-                              settings.api_host, "--port", str(settings.api_port), "--timeout-graceful-shutdown", "5")),
+                              settings.api_host, "--port", str(settings.api_port), "--timeout-graceful-shutdown", "5",
+                              "--no-proxy-headers")),  # the app trusts only TRUSTED_PROXIES
         Service("worker", python(*celery_worker, "-Q", "turns", "--concurrency", str(settings.worker_concurrency),
                                  "-n", "worker@%h"), {"HSTACK_SERVICE": "worker"}, "queue turns"),
         Service("reviewer", python(*celery_worker, "-Q", "review", "--concurrency", str(settings.worker_concurrency),

@@ -95,11 +95,16 @@ def revoke_key(db: Database, user_id: str, key_id: str) -> ApiKey:
 
 def authenticate(db: Database, plaintext: str) -> User | None:
     """The user owning an unrevoked key, or None."""
+    return authenticate_digest(db, hash_key(plaintext))
+
+
+def authenticate_digest(db: Database, digest: str) -> User | None:
+    """The user owning the unrevoked key of this digest, or None (a console session keeps only the digest)."""
     with db.read() as s:
         row = s.exec(
             select(User)
             .join(ApiKey, ApiKey.user_id == User.id)
-            .where(ApiKey.key_hash == hash_key(plaintext), ApiKey.revoked_at.is_(None))
+            .where(ApiKey.key_hash == digest, ApiKey.revoked_at.is_(None))
         ).first()
     return row
 

@@ -160,8 +160,10 @@ def prepare() -> TestEnv:
         LLM_BACKOFF_MAX_SECONDS="0.05",
         LOG_FORMAT="text",
         SESSION_TITLES="false",  # a title call would take a scripted reply; tests that want one turn it on
-        # the suite makes many requests with one key; tests/services/api/test_rate_limits.py tests low limits
+        # the suite makes many requests with one key, and many with wrong keys from 127.0.0.1;
+        # tests/services/api/test_rate_limits.py and test_auth_failures.py test low limits
         RATE_LIMIT_PER_MINUTE="1000000",
         TURN_RATE_LIMIT_PER_MINUTE="1000000",
+        AUTH_FAILURES_PER_MINUTE="1000000",
     )
     return TestEnv(data_dir, database_url, redis_url, model_port, cleanups)

@@ -38,7 +38,8 @@ def serve_api(app_or_settings=None) -> Iterator[str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=2, ws="none"
+        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=2, ws="none",
+        proxy_headers=False,  # as every launcher: the app itself trusts only TRUSTED_PROXIES
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"api-{port}", daemon=True)

@@ -130,7 +130,8 @@ class Stack:
 
     def start_api(self) -> Proc:
         proc = self.spawn("api", ["-m", "uvicorn", "--factory", "services.api.main:create_app",
-                                  "--host", "127.0.0.1", "--port", str(self.api_port), "--log-level", "warning"])
+                                  "--host", "127.0.0.1", "--port", str(self.api_port), "--log-level", "warning",
+                                  "--no-proxy-headers"])
         wait_until(lambda: self._ready(proc), timeout=30, what="the api to be ready")
         return proc
 

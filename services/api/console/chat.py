@@ -99,5 +99,5 @@ async def turn_events(request: Request, turn_id: str, user: ConsoleUser,
                       last_event_id: Annotated[str | None, Header(max_length=64)] = None):
     """The turn's SSE stream for the signed-in user (EventSource sends the cookie, and Last-Event-ID on resume)."""
     state = request.app.state
-    key = cookies.read_session(request).user_key
-    return await open_event_stream(request, state.db, state.settings, user, key, turn_id, last_event_id)
+    slot_owner = cookies.current(request).key_digest  # the slots the same key takes on the API
+    return await open_event_stream(request, state.db, user, slot_owner, turn_id, last_event_id)

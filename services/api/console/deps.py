@@ -1,12 +1,12 @@
 """Console request dependencies, as Annotated aliases the page routes declare.
 
-- `ConsoleUser`: the signed-in user. No valid session → 303 to `/signin?next=<path>` (an expired or
-  tampered cookie, or a revoked key, counts as signed out: the key is re-checked on every request through
-  the API's own lookup, auth cache included).
-- `ConsoleOwner`: the session holds the admin key; otherwise 404, as for any page that is not there.
-- `ConsoleForm`: the POSTed urlencoded form as a dict, after its `csrf_token` was checked (403 page
-  otherwise) and its text found storable (422 page for a NUL or a lone surrogate, as the API's TextGuard).
-  Every state-changing console route is a POST taking ConsoleForm.
+- `ConsoleUser`: the signed-in user. No live session → 303 to `/signin?next=<path>` (an unknown, expired or
+  signed-out session id, or a revoked key, counts as signed out: the key is re-checked on every request
+  through the API's own lookup, auth cache included).
+- `ConsoleOwner`: the session was opened with the admin key; otherwise 404, as for any page that is not there.
+- `ConsoleForm`: the POSTed urlencoded form as a dict, after its `csrf_token` was found to be the session's
+  (403 page otherwise) and its text storable (422 page for a NUL or a lone surrogate, as the API's
+  TextGuard). Every state-changing console route is a POST taking ConsoleForm; sign-in takes SignInForm.
 - `redirect(request, url, text=None, role="status")`: the POST-redirect-GET answer (303), carrying an
   optional one-shot flash message the next page shows in `<p role="status">` or `<p role="alert">`.
 
@@ -16,42 +16,63 @@ key in "API key" and the admin key in the optional "Admin key" field (both views
 
 from __future__ import annotations
 
-from typing import Annotated
+import secrets
+from typing import Annotated, Callable
 from urllib.parse import parse_qsl, urlsplit
 
+import redis
 from fastapi import Depends, Request
 from fastapi.responses import RedirectResponse
 
 from services.api.console import session as cookies
+from services.api.console import session_store
 from services.api.console.errors import ConsoleRefusal, SignInRequired
-from services.api.deps import matches_secret, user_for_key
+from services.api.deps import user_for_digest
 from services.api.text_guard import bad_text
-from shared.errors import NotFound
+from shared.errors import NotFound, Unavailable
 from shared.models.users import User
+from shared.stores import users
 
 SIGNED_OUT = "You were signed out: sign in again."
+EXPIRED_FORM = "This form expired or did not come from this console. Reload the page and try again."
 
 
 async def load_session(request: Request) -> bool:
-    """Check the session once per request and keep its user and owner flag on request.state for render().
+    """Check the session once per request and keep it, its user and owner flag on request.state for render().
 
-    False when there is no valid session; a key that no longer opens anything fails the whole session.
+    False when there is no live session; a key that no longer opens anything (revoked, or the admin key
+    changed) ends the whole session in Redis.
     """
     if hasattr(request.state, "console_valid"):
         return request.state.console_valid
-    request.state.console_user, request.state.console_is_owner = None, False
-    session = cookies.read_session(request)
+    request.state.console_session, request.state.console_user, request.state.console_is_owner = None, None, False
+    state = request.app.state
+    try:
+        session = await session_store.load(state.redis, state.settings.broker_key_prefix,
+                                           request.cookies.get(cookies.SESSION_COOKIE))
+    except redis.RedisError as exc:
+        raise Unavailable("Console sessions are unavailable (Redis); try again.") from exc
     valid = session is not None
-    if session is not None and session.user_key:
-        state = request.app.state
-        request.state.console_user = await user_for_key(state.auth_cache, state.db, session.user_key)
+    if session is not None and session.key_digest:
+        request.state.console_user = await user_for_digest(request, session.key_digest)
         valid = request.state.console_user is not None
-    if valid and session is not None and session.admin_key:
-        valid = request.state.console_is_owner = matches_secret(session.admin_key, request.app.state.settings.admin_api_key)
-    if not valid:
+    if valid and session is not None and session.admin_digest:
+        valid = request.state.console_is_owner = _is_admin_digest(request, session.admin_digest)
+    if valid:
+        request.state.console_session = session
+    else:
         request.state.console_user, request.state.console_is_owner = None, False
+        if session is not None:
+            await session_store.delete(state.redis, state.settings.broker_key_prefix, session.id)
     request.state.console_valid = valid
     return valid
+
+
+def _is_admin_digest(request: Request, digest: str) -> bool:
+    """The session was opened with today's admin key (changing ADMIN_API_KEY ends owner sessions)."""
+    admin = request.app.state.settings.admin_api_key
+    expected = users.hash_key(admin.get_secret_value()) if admin and admin.get_secret_value() else ""
+    return bool(expected) and secrets.compare_digest(digest.encode(), expected.encode())
 
 
 def _here(request: Request) -> str:
@@ -80,18 +101,36 @@ def _same_origin(request: Request) -> bool:
     return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
-async def console_form(request: Request) -> dict[str, str]:
+async def _form(request: Request) -> dict[str, str]:
     body = (await request.body()).decode("utf-8", errors="replace")
     # Browsers send every line break of a form as CRLF; the stores keep (and match) plain LF.
-    form = {name: value.replace("\r\n", "\n") for name, value in parse_qsl(body, keep_blank_values=True)}
-    if not _same_origin(request) or not cookies.csrf_ok(request, form.pop(cookies.CSRF_FIELD, None)):
-        raise ConsoleRefusal(403, "This form expired or did not come from this console. Reload the page and try again.")
+    return {name: value.replace("\r\n", "\n") for name, value in parse_qsl(body, keep_blank_values=True)}
+
+
+def _storable(form: dict[str, str]) -> dict[str, str]:
     for name, value in form.items():
         reason = bad_text(value) or bad_text(name)
         if reason:
             raise ConsoleRefusal(422, f"The field {name[:40]!r} holds {reason}, which cannot be stored.")
-    await load_session(request)
     return form
+
+
+async def _checked_form(request: Request, token_ok: Callable[[Request, str | None], bool]) -> dict[str, str]:
+    form = await _form(request)
+    await load_session(request)
+    if not _same_origin(request) or not token_ok(request, form.pop(cookies.CSRF_FIELD, None)):
+        raise ConsoleRefusal(403, EXPIRED_FORM)
+    return _storable(form)
+
+
+async def console_form(request: Request) -> dict[str, str]:
+    """A signed-in page's form: its token must be the one stored in this browser's session."""
+    return await _checked_form(request, cookies.csrf_ok)
+
+
+async def signin_form(request: Request) -> dict[str, str]:
+    """The sign-in form: no session to bind to yet, so its token is bound to the sign-in nonce cookie."""
+    return await _checked_form(request, cookies.signin_csrf_ok)
 
 
 def redirect(request: Request, url: str, text: str | None = None, role: str = "status") -> RedirectResponse:
@@ -105,3 +144,4 @@ def redirect(request: Request, url: str, text: str | None = None, role: str = "s
 ConsoleUser = Annotated[User, Depends(console_user)]
 ConsoleOwner = Annotated[None, Depends(console_owner)]
 ConsoleForm = Annotated[dict[str, str], Depends(console_form)]
+SignInForm = Annotated[dict[str, str], Depends(signin_form)]

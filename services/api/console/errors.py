@@ -49,7 +49,7 @@ def error_page(request: Request, status: int, message: str):
 async def _sign_in(request: Request, exc: SignInRequired):
     response = RedirectResponse(f"/signin?next={quote(exc.next_path, safe='/')}", status_code=303)
     if request.cookies.get(cookies.SESSION_COOKIE):
-        cookies.end_session(request, response)
+        cookies.forget_session(request, response)
     if exc.message:
         cookies.set_flash(request, response, cookies.Flash(exc.message, "alert"))
     return response

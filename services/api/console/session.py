@@ -1,10 +1,10 @@
-"""The console's cookies: the signed session, the CSRF nonce and the one-shot flash message.
+"""The console's cookies: the session id, the sign-in form's CSRF nonce and the one-shot flash message.
 
-- `hstack_session`: HttpOnly, SameSite=Strict, signed (see signing.py), Secure on https. It carries the
-  user's API key (`k`) and/or the admin key (`a`) and expires after CONSOLE_SESSION_HOURS. The keys are
-  re-checked on every request through the same path the API uses, so a revoked key signs the page out.
-- `hstack_csrf`: a random nonce; every form carries HMAC(secret, nonce) as `csrf_token`. A cross-site page
-  can neither read the nonce nor forge the token, and SameSite=Strict keeps the session off its requests.
+- `hstack_session`: HttpOnly, SameSite=Strict, Secure on https. Only a random id: the session itself lives
+  in Redis (session_store.py), so signing out ends every copy of the cookie.
+- CSRF: every form of a signed-in page carries the token stored in its server-side session, so a cookie
+  planted in the browser cannot forge one. The sign-in form has no session yet: its token is
+  HMAC(secret, nonce) with the nonce in `hstack_csrf`, and a signed-in browser's session replaces it.
 - `hstack_flash`: a signed message shown once by the next page (see `redirect`).
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from http.cookies import CookieError, SimpleCookie
 
 from fastapi import Request
 from starlette.responses import Response
 
 from services.api.console import signing
+from services.api.console import session_store
 from services.api.console.secret import console_secret
 
 SESSION_COOKIE = "hstack_session"
@@ -26,14 +26,6 @@ FLASH_COOKIE = "hstack_flash"
 CSRF_FIELD = "csrf_token"
 FLASH_SECONDS = 60
 CSRF_SECONDS = 30 * 24 * 3600
-
-
-@dataclass(frozen=True)
-class ConsoleSession:
-    """What a valid session cookie says: the user's key and/or the admin key (either may be empty)."""
-
-    user_key: str = ""
-    admin_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,43 +48,34 @@ def _cookie_options(request: Request) -> dict:
     return {"httponly": True, "samesite": "strict", "secure": request.url.scheme == "https", "path": "/"}
 
 
-def read_session(request: Request) -> ConsoleSession | None:
-    """The session the cookie carries, or None when it is missing, tampered with or expired."""
-    data = signing.unsign(secret_for(request), "session", request.cookies.get(SESSION_COOKIE))
-    if data is None:
-        return None
-    user_key, admin_key = data.get("k"), data.get("a")
-    if not isinstance(user_key, str) or not isinstance(admin_key, str) or not (user_key or admin_key):
-        return None
-    return ConsoleSession(user_key=user_key, admin_key=admin_key)
+def current(request: Request) -> session_store.ConsoleSession | None:
+    """The session `load_session` found valid for this request, if any."""
+    return getattr(request.state, "console_session", None)
 
 
-def key_of_cookie(secret: bytes, cookie_header: str) -> str | None:
-    """The key a verified session cookie in a raw Cookie header carries (the rate limiter counts the console
-    against the same key as the API); None without a valid one, so a forged cookie buys no fresh bucket."""
-    jar = SimpleCookie()
-    try:
-        jar.load(cookie_header)
-    except CookieError:
-        return None
-    morsel = jar.get(SESSION_COOKIE)
-    data = signing.unsign(secret, "session", morsel.value if morsel else None)
-    return (data.get("k") or data.get("a") or None) if data else None
+async def start_session(request: Request, response: Response, *, key_digest: str = "", admin_digest: str = "") -> None:
+    """A fresh session for this sign-in; whatever session id the browser offered is ended, never adopted."""
+    state = request.app.state
+    prefix, hours = state.settings.broker_key_prefix, state.settings.console_session_hours
+    await session_store.delete(state.redis, prefix, request.cookies.get(SESSION_COOKIE))
+    session = await session_store.create(state.redis, prefix, int(hours * 3600), key_digest=key_digest,
+                                         admin_digest=admin_digest)
+    response.set_cookie(SESSION_COOKIE, session.id, max_age=int(hours * 3600), **_cookie_options(request))
 
 
-def start_session(request: Request, response: Response, session: ConsoleSession) -> None:
-    hours = request.app.state.settings.console_session_hours
-    value = signing.sign(secret_for(request), "session", {"k": session.user_key, "a": session.admin_key},
-                         hours * 3600)
-    response.set_cookie(SESSION_COOKIE, value, max_age=int(hours * 3600), **_cookie_options(request))
+async def end_session(request: Request, response: Response) -> None:
+    """Delete the session in Redis (every copy of the cookie stops working) and the browser's cookie."""
+    state = request.app.state
+    await session_store.delete(state.redis, state.settings.broker_key_prefix, request.cookies.get(SESSION_COOKIE))
+    forget_session(request, response)
 
 
-def end_session(request: Request, response: Response) -> None:
+def forget_session(request: Request, response: Response) -> None:
     response.delete_cookie(SESSION_COOKIE, **_cookie_options(request))
 
 
-def csrf_nonce(request: Request) -> str:
-    """This browser's nonce: from its cookie, or a new one `keep_csrf_nonce` will set on the response."""
+def _signin_nonce(request: Request) -> str:
+    """This browser's sign-in nonce: from its cookie, or a new one `keep_csrf_nonce` will set on the response."""
     nonce = getattr(request.state, "csrf_nonce", None) or request.cookies.get(CSRF_COOKIE)
     if not nonce:
         nonce = request.state.csrf_nonce = secrets.token_urlsafe(24)
@@ -100,7 +83,11 @@ def csrf_nonce(request: Request) -> str:
 
 
 def csrf_token(request: Request) -> str:
-    return signing.mac(secret_for(request), "csrf", csrf_nonce(request))
+    """The token this page's forms carry: the session's, or before sign-in the nonce's."""
+    session = current(request)
+    if session is not None:
+        return session.csrf
+    return signing.mac(secret_for(request), "csrf", _signin_nonce(request))
 
 
 def keep_csrf_nonce(request: Request, response: Response) -> None:
@@ -110,7 +97,15 @@ def keep_csrf_nonce(request: Request, response: Response) -> None:
 
 
 def csrf_ok(request: Request, presented: str | None) -> bool:
-    """The form's token matches this browser's nonce cookie (constant-time)."""
+    """The form's token is this request's session's (constant-time)."""
+    session = current(request)
+    return bool(session and presented) and secrets.compare_digest(presented.encode(), session.csrf.encode())
+
+
+def signin_csrf_ok(request: Request, presented: str | None) -> bool:
+    """The sign-in form's token: the session's when signed in, else the one bound to the nonce cookie."""
+    if current(request) is not None:
+        return csrf_ok(request, presented)
     nonce = request.cookies.get(CSRF_COOKIE)
     if not nonce or not presented:
         return False

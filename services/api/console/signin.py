@@ -1,4 +1,4 @@
-"""Sign in and out: the API key (and for the owner, the admin key) kept in the signed session cookie.
+"""Sign in and out: a server-side session opened by the API key (and for the owner, the admin key).
 
 "API key" takes a user's key (that user's pages) or the admin key (the owner's pages only); the optional
 "Admin key" field, beside a user key, opens both. A key is checked through the API's own lookup.
@@ -10,9 +10,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
 from services.api.console import session as cookies
-from services.api.console.deps import ConsoleForm, load_session, redirect
+from services.api.console.deps import SignInForm, console_form, load_session, redirect
 from services.api.console.render import render
 from services.api.deps import matches_secret, user_for_key
+from shared.stores import users
 
 router = APIRouter(include_in_schema=False)
 
@@ -40,27 +41,34 @@ async def signin_page(request: Request, next: str = "/"):
 
 
 @router.post("/signin")
-async def signin(request: Request, form: ConsoleForm):
+async def signin(request: Request, form: SignInForm):
     target = _safe_next(form.get("next"))
     api_key, admin_key = form.get("api_key", "").strip(), form.get("admin_key", "").strip()
-    settings, state = request.app.state.settings, request.app.state
-    session = None
-    if api_key and matches_secret(api_key, settings.admin_api_key) and not admin_key:
-        session = cookies.ConsoleSession(admin_key=api_key)
+    admin = request.app.state.settings.admin_api_key
+    opened = None
+    if api_key and matches_secret(api_key, admin) and not admin_key:
+        opened = {"admin_digest": users.hash_key(api_key)}
         target = target if target.startswith("/owner") else "/owner/status"
-    elif api_key and await user_for_key(state.auth_cache, state.db, api_key) is not None:
-        if not admin_key or matches_secret(admin_key, settings.admin_api_key):
-            session = cookies.ConsoleSession(user_key=api_key, admin_key=admin_key)
-    if session is None:
+    elif api_key and await user_for_key(request, api_key) is not None:
+        if not admin_key or matches_secret(admin_key, admin):
+            opened = {"key_digest": users.hash_key(api_key),
+                      "admin_digest": users.hash_key(admin_key) if admin_key else ""}
+    if opened is None:
         return render(request, "signin.html", status_code=401, next=target,
                       flash=cookies.Flash(REFUSED, "alert"))
-    response = redirect(request, "/chat" if target == "/" and session.user_key else target)
-    cookies.start_session(request, response, session)
+    response = redirect(request, "/chat" if target == "/" and opened.get("key_digest") else target)
+    await cookies.start_session(request, response, **opened)
     return response
 
 
 @router.post("/signout")
-async def signout(request: Request, form: ConsoleForm):
+async def signout(request: Request):
+    """End the session in Redis, so a copy of the cookie dies with it; with no live session there is nothing to end."""
+    if not await load_session(request):
+        response = redirect(request, "/signin")
+        cookies.forget_session(request, response)
+        return response
+    await console_form(request)  # the session's own CSRF token, or 403
     response = redirect(request, "/signin", "Signed out.")
-    cookies.end_session(request, response)
+    await cookies.end_session(request, response)
     return response

@@ -15,11 +15,10 @@ from services.api.fanout import Hub
 from services.api.schemas import error_responses
 from services.api.stream_slots import SlotStreamingResponse, StreamSlots
 from services.api.streams import KEEPALIVE, TurnLoader, follow, parse_event_id, turn_loader
-from shared.config import Settings
 from shared.db import Database
 from shared.models.turns import Turn
 from shared.models.users import User
-from shared.stores import turns, users
+from shared.stores import turns
 
 log = logging.getLogger(__name__)
 
@@ -52,26 +51,28 @@ async def turn_events(
 ) -> Response:
     """Replay the turn's events from the start (or after Last-Event-ID) and follow them to the terminal one;
     429 too_many_streams when this key already holds SSE_MAX_STREAMS_PER_KEY open streams."""
-    return await open_event_stream(request, db, settings, user, credentials.credentials, turn_id,
-                                   last_event_id or last_event_id_query)
+    return await open_event_stream(request, db, user, stream_owner(settings, credentials.credentials, user.id),
+                                   turn_id, last_event_id or last_event_id_query)
 
 
-async def open_event_stream(request: Request, db: Database, settings: Settings, user: User, presented_key: str,
+async def open_event_stream(request: Request, db: Database, user: User, slot_owner: str,
                             turn_id: str, after: str | None) -> Response:
     """The one SSE stream of a turn (the API's route and the console's): the owner's turn or 404, one of the
-    key's stream slots or 429, then every event after `after` (a Last-Event-ID) to the terminal one."""
+    key's stream slots (`slot_owner`, see stream_owner) or 429, then every event after `after` (a Last-Event-ID)
+    to the terminal one."""
     after = parse_event_id(after) if after is not None else None
     turn = request.app.state.recent_turns.get(turn_id, user.id)  # just accepted here: no need to read it
     if turn is None:
         turn = await run_in_threadpool(turns.get_turn, db, user.id, turn_id)
     slots: StreamSlots = request.app.state.stream_slots
-    slot = slots.acquire(stream_owner(settings, presented_key, user.id))
+    slot = slots.acquire(slot_owner)
     if slot is None:
         message = f"This API key already has {slots.cap} open event streams; close one or retry later."
         return error_response(request.url.path, 429, "too_many_streams", message,
                               headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
     hub: Hub = request.app.state.hub
-    frames = _frames(hub, turn_id, turn_loader(db, user.id, turn_id), after, settings.sse_keepalive_seconds, turn)
+    keepalive = request.app.state.settings.sse_keepalive_seconds
+    frames = _frames(hub, turn_id, turn_loader(db, user.id, turn_id), after, keepalive, turn)
     return SlotStreamingResponse(frames, slot=slot, media_type="text/event-stream", headers=SSE_HEADERS)
 
 

@@ -30,3 +30,16 @@ def test_an_unexpected_error_is_500_without_details_and_logged_with_its_tracebac
     assert "secret detail" not in response.text and "Traceback" not in response.text
     logged = capfd.readouterr().err
     assert "Traceback" in logged and "RuntimeError: secret detail" in logged
+
+
+def test_the_readme_states_what_malformed_and_invalid_json_are_answered(client, user):
+    """Reproduction: the README said invalid input is answered 422, while a body that is not JSON is 400
+    malformed_json (the error tree's MalformedJSON, a BadRequest: the request could not be read at all)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    json_headers = {**user.headers, "Content-Type": "application/json"}
+    malformed = client.post("/v1/sessions", headers=json_headers, content=b'{"title": "unterminated')
+    invalid = client.post("/v1/sessions", headers=json_headers, json={"title": ["not", "a", "title"]})
+    for answer in (malformed, invalid):
+        assert f"`{answer.status_code}` `{error_of(answer)['code']}`" in readme
