@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 TURN_PATH = re.compile(r"^/v1/sessions/[^/]+/turns/?$")
 CONSOLE_TURN_PATH = re.compile(r"^/chat/(?:new|[^/]+/send)$")
+GATEWAY_OWN = "gateway"
 POOL_CONNECTIONS = 16
 REDIS_TIMEOUT_SECONDS = 0.5
 FAIL_OPEN_SECONDS = 5.0
@@ -49,7 +50,9 @@ def identity(scope: Scope, gateway_key: str = "", console_secret: bytes | None =
     """Whom a request counts against: the digest of its bearer key (or of the key a console session cookie
     carries), else its client address.
 
-    The gateway's key acting for a user counts against that user, so one busy chat cannot starve the others.
+    The gateway's key acting for a user counts against that user, so one busy chat cannot starve the others;
+    its own calls (who is this, which route, the outbox) are GATEWAY_OWN: never limited here, because the
+    gateway bounds the outside traffic behind them itself, and outside traffic must never starve them.
     """
     headers = Headers(scope=scope)
     scheme, _, token = headers.get("authorization", "").partition(" ")
@@ -58,8 +61,8 @@ def identity(scope: Scope, gateway_key: str = "", console_secret: bytes | None =
     if scheme.lower() == "bearer" and token.strip():
         digest = "key:" + hashlib.sha256(token.strip().encode()).hexdigest()
         acting = headers.get(ACT_AS_HEADER, "")
-        if gateway_key and acting and hmac.compare_digest(token.strip().encode(), gateway_key.encode()):
-            return f"{digest}:as:{acting[:64]}"
+        if gateway_key and hmac.compare_digest(token.strip().encode(), gateway_key.encode()):
+            return f"{digest}:as:{acting[:64]}" if acting else GATEWAY_OWN
         return digest
     client = scope.get("client")
     return f"addr:{client[0] if client else 'unknown'}"
@@ -98,6 +101,8 @@ class RateLimit:
             return 0
         gateway = s.gateway_api_key.get_secret_value() if s.gateway_api_key else ""
         who = identity(scope, gateway, self._console_secret())
+        if who == GATEWAY_OWN:
+            return 0
         try:
             buckets = [(f"all:{who}", s.rate_limit_per_minute)]
             if creates_turn(scope.get("method", ""), scope.get("path", "")):
