@@ -28,7 +28,7 @@ from services.gateway.client import ApiError
 from services.gateway.context import Gateway
 from services.gateway.conversation import ENDED, reply_text
 from services.gateway.delivery import DeliveryError
-from services.gateway.route_cache import RouteCache
+from services.gateway.route_cache import LookupsExhausted, RouteCache
 from services.gateway.webhook_input import Refused, turn_input
 from services.gateway.windows import Windows
 from shared.security.addresses import AddressRefused, Allowlist
@@ -98,7 +98,7 @@ class WebhookPlatform:
         try:
             verified, response = await self._verified(request)
         except Refused as exc:
-            return refuse(exc.status, exc.code, exc.message)
+            return refuse(exc.status, exc.code, exc.message, 60 if exc.status == 429 else None)
         except (ApiError, httpx.TransportError) as exc:
             log.warning("webhook: the api could not answer (%s)", exc)
             return refuse(503, "unavailable", "The gateway cannot reach the agent right now; retry later.",
@@ -115,7 +115,10 @@ class WebhookPlatform:
         body = await _read_limited(request)
         if body is None:
             raise Refused(413, "payload_too_large", f"The body is over {MAX_BODY_BYTES} bytes.")
-        route = await self.routes.get(name)
+        try:
+            route = await self.routes.get(name)
+        except LookupsExhausted:
+            raise Refused(429, "rate_limited", "The gateway is busy; retry in a minute.") from None
         if route is None:
             raise Refused(404, "not_found", "No such webhook route.")
         ok, reason, signature = signing.verify(route["secret"], request.headers, body, time.time())
@@ -169,8 +172,8 @@ class WebhookPlatform:
         """POST the reply to the route's callback URL, signed with the route's secret, if its address is allowed."""
         try:
             route = await self.routes.get(dest)
-        except ApiError as exc:
-            raise DeliveryError(f"route {dest} unavailable ({exc.code})") from exc
+        except (ApiError, LookupsExhausted) as exc:
+            raise DeliveryError(f"route {dest} unavailable ({type(exc).__name__})") from exc
         if route is None or not route.get("callback_url"):
             raise DeliveryError(f"route {dest} has no callback URL")
         body = json.dumps({"chat_id": item.get("chat_id") or None, "text": item["text"],

@@ -12,7 +12,7 @@ import pytest
 from services.gateway import signing
 from services.gateway.callbacks import CallbackSender
 from services.gateway.client import ApiError
-from services.gateway.route_cache import RouteCache
+from services.gateway.route_cache import LookupsExhausted, RouteCache
 from services.gateway.webhook_input import Refused, turn_input
 from services.gateway.windows import Windows
 from shared.security.addresses import AddressRefused, Allowlist
@@ -54,7 +54,23 @@ def test_route_lookups_are_cached_unknown_names_too_and_concurrent_ones_share_on
         assert sorted(api.asked) == ["ghost", "real"], "one api call per name"
         for n in range(200):
             await cache.get(f"rotating-{n}")
-        assert len(cache.known) == 50
+        assert len(cache.missing) == 50 and "real" in cache.found, "made-up names never push a real route out"
+    asyncio.run(scenario())
+
+
+def test_past_the_lookup_budget_a_known_route_is_served_as_last_seen_and_other_names_are_refused():
+    """Reproduction: made-up names from many addresses (each within its own limit) made one api call each, as
+    fast as they came (20,000 over 100 loopback addresses: 20,000 lookups, one of them a 503)."""
+    async def scenario():
+        api = CountingApi()
+        cache = RouteCache(api, ttl=0.0, per_minute=5)
+        assert await cache.get("real") is not None
+        for n in range(4):
+            assert await cache.get(f"rotating-{n}") is None
+        with pytest.raises(LookupsExhausted):
+            await cache.get("rotating-new")
+        assert await cache.get("real") == {"name": "real", "secret": "s"}, "served as last seen"
+        assert len(api.asked) == 5
     asyncio.run(scenario())
 
 
