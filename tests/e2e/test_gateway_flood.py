@@ -5,10 +5,12 @@ default (WEBHOOK_CALLBACK_ALLOW unset here)."""
 from __future__ import annotations
 
 import io
+import json
 import secrets
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stdout
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -19,6 +21,7 @@ from tests.e2e.test_gateway_webhooks import post
 from tests.fakes.callback import CallbackServer
 from tests.fakes.model import text
 from tests.fakes.telegram import FakeTelegram
+from tests.support.env import free_port
 from tests.support.gateway import gateway_env, start_gateway
 from tests.support.processes import Stack
 from tests.support.waiting import wait_until
@@ -124,3 +127,53 @@ def test_a_callback_to_a_loopback_address_is_refused_by_default_and_the_owner_is
         assert callback.received == [], "nothing reached the loopback address"
     finally:
         callback.stop()
+
+
+class RefusingApi:
+    """An api that answers every call 429 with a long Retry-After: what the gateway met once its key's bucket
+    was used up."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.dumps({"error": {"code": "rate_limited", "message": "retry in 60 s"}}).encode()
+                self.send_response(429)
+                for name, value in (("Content-Type", "application/json"), ("Retry-After", "60"),
+                                    ("Content-Length", str(len(body)))):
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_POST = do_GET
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_message_the_api_cannot_take_now_is_answered_with_try_again_never_dropped(stack):
+    """Reproduction: with the api answering 429, a paired user's message was consumed and lost: the handler's
+    ApiError went to python-telegram-bot's "No error handlers are registered" and the user heard nothing."""
+    refusing, telegram = RefusingApi(), FakeTelegram().start()
+    gateway = None
+    try:
+        gateway, _port = start_gateway(stack, telegram=telegram, GATEWAY_API_URL=refusing.url)
+        telegram.user_says(5201, "are you there?")
+        assert "please send it again" in telegram.wait_text(5201, "Sorry, I could not take that message")
+        assert "No error handlers are registered" not in gateway.log()
+    finally:
+        if gateway is not None:
+            gateway.stop()
+        telegram.stop()
+        refusing.stop()
