@@ -29,10 +29,13 @@ def allowed_addresses(url: str, allow: Allowlist, resolver: Resolver = system_re
     return resolve(host, port, allow, stack_hosts=STACK_HOSTS, resolver=resolver)
 
 
-def refusal(url: str, allow: Allowlist, resolver: Resolver = system_resolver) -> str | None:
-    """Why replies to `url` would be refused now (said when a route is created), or None."""
+def refusal(url: str | None, allow_setting: str, resolver: Resolver = system_resolver) -> str | None:
+    """Why replies to `url` would be refused now under WEBHOOK_CALLBACK_ALLOW (said when a route is created),
+    or None (no callback, or an allowed one)."""
+    if not url:
+        return None
     try:
-        allowed_addresses(url, allow, resolver)
+        allowed_addresses(url, Allowlist.parse(allow_setting), resolver)
     except AddressRefused as exc:
         return f"Replies to this callback would be refused: {exc.message} (WEBHOOK_CALLBACK_ALLOW)."
     return None

@@ -16,6 +16,7 @@ from services.api.console.render import render
 from services.api.console.session import Flash
 from shared.errors import HermesError
 from shared.models.gateway import PairingApprove, PairingDeny, PairingRevoke, WebhookCreate
+from shared.security import callback_targets
 from shared.stores import pairing, users, webhook_routes
 
 router = APIRouter(include_in_schema=False)
@@ -109,7 +110,8 @@ def create_webhook(request: Request, _owner: ConsoleOwner, form: ConsoleForm):
         return _webhooks_page(request, status_code=422, flash=Flash(f"Not created: {invalid(exc)}", "alert"))
     except HermesError as exc:
         return _webhooks_page(request, status_code=exc.status_code, flash=Flash(exc.message, "alert"))
-    return _webhooks_page(request, status_code=201, issued=row)
+    warning = callback_targets.refusal(row.callback_url, request.app.state.settings.webhook_callback_allow)
+    return _webhooks_page(request, status_code=201, issued=row, warning=warning)
 
 
 @router.post("/owner/webhooks/{name}/remove")

@@ -11,7 +11,6 @@ from services.api.schemas import error_responses
 from shared.models.gateway import (IdentityPublic, OutboxPublic, PairingApprove, PairingDeny, PairingList,
                                    PairingPending, PairingRevoke, WebhookCreate, WebhookIssued, WebhookPublic)
 from shared.security import callback_targets
-from shared.security.addresses import Allowlist
 from shared.stores import outbox, pairing, users, webhook_routes
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=error_responses(401, 403, 422))
@@ -59,8 +58,7 @@ def create_webhook(body: WebhookCreate, db: DbDep, settings: SettingsDep, _admin
     user = users.find_user(db, body.user)
     row = webhook_routes.create(db, body.name, user.id, body.callback_url, body.deliver)
     issued = WebhookIssued.model_validate(row, from_attributes=True)
-    if body.callback_url:
-        issued.warning = callback_targets.refusal(body.callback_url, Allowlist.parse(settings.webhook_callback_allow))
+    issued.warning = callback_targets.refusal(body.callback_url, settings.webhook_callback_allow)
     return issued
 
 
