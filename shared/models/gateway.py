@@ -4,8 +4,9 @@ and the outbox of replies still to deliver."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, StringConstraints, model_validator
 from pydantic import Field as PydanticField
 from sqlalchemy import Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -193,7 +194,8 @@ class WebhookCreate(BaseModel):
 class DeliveryClaim(BaseModel):
     """A verified webhook request's marks (its signature, a GitHub delivery id) and how long to keep them."""
 
-    keys: list[str] = PydanticField(min_length=1, max_length=4)
+    keys: list[Annotated[str, StringConstraints(min_length=1, max_length=200)]] = PydanticField(min_length=1,
+                                                                                                max_length=4)
     ttl_seconds: int = PydanticField(ge=1, le=30 * 24 * 3600)
 
 
