@@ -49,8 +49,8 @@ class ApiClient:
 
     async def call(self, method: str, path: str, *, user_id: str | None = None, json_body: Any = None,
                    params: dict | None = None) -> Any:
-        """One call; a moment's refusal (429 with a short Retry-After, no connection: nothing was done) is tried again a few
-        times before it is raised."""
+        """One call; a moment's refusal (429 with a short Retry-After, or no connection: nothing was done) is
+        tried again a few times before it is raised."""
         headers = {ACT_AS_HEADER: user_id} if user_id else {}
         for delay in (*RETRY_DELAYS, None):
             try:

@@ -153,6 +153,8 @@ def _dismiss(db: Database, platform: str, *, request_id: str | None = None,
             platform_user_id: str | None = None) -> list[PairingRequest]:
     """Refuse the pending requests the owner names by request id or platform user id (no code needed: the
     owner sees both in the list); NotFound when none matches."""
+    if request_id is None and platform_user_id is None:
+        raise ValueError("name a request id or a platform user id")
     with db.write() as s:
         query = select(PairingRequest).where(PairingRequest.platform == platform, PairingRequest.status == "pending")
         if request_id is not None:
