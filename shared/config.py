@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     gateway_host: str = Field("127.0.0.1", alias="GATEWAY_HOST")
     gateway_port: int = Field(8644, alias="GATEWAY_PORT")
     gateway_api_url: str | None = Field(None, alias="GATEWAY_API_URL")
+    gateway_trusted_proxies: str = Field("", alias="GATEWAY_TRUSTED_PROXIES")
+    webhook_unverified_per_minute: int = Field(60, ge=0, alias="WEBHOOK_UNVERIFIED_PER_MINUTE")
+    webhook_callback_allow: str = Field("", alias="WEBHOOK_CALLBACK_ALLOW")
     telegram_bot_token: SecretStr | None = Field(None, alias="TELEGRAM_BOT_TOKEN")
     telegram_api_url: str = Field("https://api.telegram.org", alias="TELEGRAM_API_URL")
     telegram_allowed_users: str = Field("", alias="TELEGRAM_ALLOWED_USERS")
@@ -143,6 +146,14 @@ class Settings(BaseSettings):
         value = value.strip().lower()
         if value not in {"manual", "smart", "off"}:
             raise ValueError("APPROVAL_MODE must be manual, smart or off")
+        return value
+
+    @field_validator("webhook_callback_allow")
+    @classmethod
+    def _allow_list(cls, value: str) -> str:
+        from shared.security.addresses import Allowlist
+
+        Allowlist.parse(value)  # names the bad entry
         return value
 
     @field_validator("terminal_sandbox")

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 TURN_PATH = re.compile(r"^/v1/sessions/[^/]+/turns/?$")
 CONSOLE_TURN_PATH = re.compile(r"^/chat/(?:new|[^/]+/send)$")
+GATEWAY_OWN = "gateway"
 POOL_CONNECTIONS = 16
 REDIS_TIMEOUT_SECONDS = 0.5
 FAIL_OPEN_SECONDS = 5.0
@@ -51,15 +52,17 @@ def identity(scope: Scope, gateway_key: str = "", session_digest: str = "") -> s
     """Whom a request counts against: the digest of its bearer key (or of the key that opened its console
     session), else its client address.
 
-    The gateway's key acting for a user counts against that user, so one busy chat cannot starve the others.
+    The gateway's key acting for a user counts against that user, so one busy chat cannot starve the others;
+    its own calls (who is this, which route, the outbox) are GATEWAY_OWN: never limited here, because the
+    gateway bounds the outside traffic behind them itself, and outside traffic must never starve them.
     """
     headers = Headers(scope=scope)
     scheme, _, token = headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         digest = "key:" + hashlib.sha256(token.strip().encode()).hexdigest()
         acting = headers.get(ACT_AS_HEADER, "")
-        if gateway_key and acting and hmac.compare_digest(token.strip().encode(), gateway_key.encode()):
-            return f"{digest}:as:{acting[:64]}"
+        if gateway_key and hmac.compare_digest(token.strip().encode(), gateway_key.encode()):
+            return f"{digest}:as:{acting[:64]}" if acting else GATEWAY_OWN
         return digest
     if session_digest:
         return f"key:{session_digest}"
@@ -113,6 +116,8 @@ class RateLimit:
         gateway = s.gateway_api_key.get_secret_value() if s.gateway_api_key else ""
         try:
             who = identity(scope, gateway, await self._session_digest(scope))
+            if who == GATEWAY_OWN:
+                return 0
             buckets = [(f"all:{who}", s.rate_limit_per_minute)]
             if creates_turn(scope.get("method", ""), scope.get("path", "")):
                 buckets.append((f"turns:{who}", s.turn_rate_limit_per_minute))

@@ -1,4 +1,4 @@
-"""`hstack pairing list|approve|revoke` and `hstack webhooks create|list|delete`: the operator's gateway commands."""
+"""`hstack pairing list|approve|deny|clear|revoke` and `hstack webhooks create|list|delete`: the operator's gateway commands."""
 
 from __future__ import annotations
 
@@ -18,6 +18,14 @@ def add_parsers(commands, client: list[argparse.ArgumentParser]) -> None:
     approve.add_argument("platform", help="e.g. telegram")
     approve.add_argument("code", help="the code the bot gave them (any case)")
     approve.add_argument("--user", help="an existing user (default: a new user named after them)")
+    deny = sub.add_parser("deny", parents=client, help="refuse a pending request: by code, request id or user id")
+    deny.add_argument("platform", help="e.g. telegram")
+    named = deny.add_mutually_exclusive_group(required=True)
+    named.add_argument("code", nargs="?", help="the code the bot gave them")
+    named.add_argument("--id", dest="request_id", help="the request's id (from `hstack pairing list`)")
+    named.add_argument("--platform-user", dest="platform_user_id", help="their id on the platform")
+    clear = sub.add_parser("clear", parents=client, help="refuse every pending request (of one platform)")
+    clear.add_argument("platform", nargs="?", help="only this platform (default: all)")
     revoke = sub.add_parser("revoke", parents=client, help="unbind a platform identity")
     revoke.add_argument("platform")
     revoke.add_argument("platform_user_id")
@@ -41,6 +49,18 @@ def run_pairing(client: ApiClient, args: argparse.Namespace, out: TextIO) -> int
         out.write(f"Approved: {bound['platform']} user {bound['platform_user_id']} ({bound['display_name'] or '-'}) "
                   f"is now {bound['user_name']} ({bound['user_id']}).\n")
         return 0
+    if args.action == "deny":
+        named = {k: getattr(args, k) for k in ("code", "request_id", "platform_user_id") if getattr(args, k)}
+        gone = client.post("/v1/admin/pairing/deny", {"platform": args.platform, **named})
+        out.write(f"Denied: {gone['platform']} user {gone['platform_user_id']} ({gone['display_name'] or '-'}).\n")
+        return 0
+    if args.action == "clear":
+        pending = [p for p in client.get("/v1/admin/pairing")["pending"]
+                   if args.platform in (None, p["platform"])]
+        for p in pending:
+            client.post("/v1/admin/pairing/deny", {"platform": p["platform"], "request_id": p["id"]})
+        out.write(f"Denied {len(pending)} pending request(s).\n")
+        return 0
     if args.action == "revoke":
         gone = client.post("/v1/admin/pairing/revoke",
                            {"platform": args.platform, "platform_user_id": args.platform_user_id})
@@ -49,7 +69,7 @@ def run_pairing(client: ApiClient, args: argparse.Namespace, out: TextIO) -> int
     listing = client.get("/v1/admin/pairing")
     out.write("Pending codes:\n" if listing["pending"] else "No pending pairing codes.\n")
     for p in listing["pending"]:
-        out.write(f"  {p['platform']:<9} {p['platform_user_id']:<14} {p['display_name'] or '-':<20} "
+        out.write(f"  {p['id']:<24} {p['platform']:<9} {p['platform_user_id']:<14} {p['display_name'] or '-':<20} "
                   f"expires {p['expires_at'][:19]}\n")
     out.write("Bound:\n" if listing["bound"] else "Nobody is bound yet.\n")
     for b in listing["bound"]:
@@ -64,6 +84,8 @@ def run_webhooks(client: ApiClient, args: argparse.Namespace, out: TextIO) -> in
         route = client.post("/v1/admin/webhooks", body)
         out.write(f"Created webhook route {route['name']}: POST /webhooks/{route['name']} on the gateway port.\n"
                   f"Secret:\n  {route['secret']}\n{SECRET_WARNING}\n")
+        if route.get("warning"):
+            out.write(f"Warning: {route['warning']}\n")
         return 0
     if args.action == "delete":
         client.delete(f"/v1/admin/webhooks/{args.name}")

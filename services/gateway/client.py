@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from dataclasses import dataclass
@@ -15,6 +16,9 @@ log = logging.getLogger(__name__)
 
 TERMINAL_EVENTS = frozenset({"turn.completed", "turn.failed", "turn.cancelled"})
 STREAM_RECONNECTS = 5
+RETRY_DELAYS = (0.5, 1.5)
+MAX_RETRY_AFTER_SECONDS = 5
+TRANSIENT = frozenset({429})  # the api refused before doing anything: trying again cannot do it twice
 
 
 class ApiError(Exception):
@@ -45,16 +49,31 @@ class ApiClient:
 
     async def call(self, method: str, path: str, *, user_id: str | None = None, json_body: Any = None,
                    params: dict | None = None) -> Any:
+        """One call; a moment's refusal (429 with a short Retry-After, or no connection: nothing was done) is
+        tried again a few times before it is raised."""
         headers = {ACT_AS_HEADER: user_id} if user_id else {}
-        response = await self._http.request(method, path, json=json_body, params=params, headers=headers)
-        if response.status_code >= 400:
-            raise _error(response)
-        return response.json() if response.content else None
+        for delay in (*RETRY_DELAYS, None):
+            try:
+                response = await self._http.request(method, path, json=json_body, params=params, headers=headers)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout):
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+                continue
+            if response.status_code < 400:
+                return response.json() if response.content else None
+            wait = _transient_wait(response)
+            if delay is None or wait is None:
+                raise _error(response)
+            await asyncio.sleep(max(delay, wait))
+        raise AssertionError("unreachable")
 
     # -- identities and chats ---------------------------------------------------------------------
 
-    async def identify(self, platform: str, platform_user_id: str, display_name: str) -> dict:
-        body = {"platform": platform, "platform_user_id": platform_user_id, "display_name": display_name[:128]}
+    async def identify(self, platform: str, platform_user_id: str, display_name: str, *,
+                       request_code: bool = True) -> dict:
+        body = {"platform": platform, "platform_user_id": platform_user_id, "display_name": display_name[:128],
+                "request_code": request_code}
         return await self.call("POST", "/v1/gateway/identities", json_body=body)
 
     async def chat_session(self, user_id: str, key: str, *, fresh: bool = False) -> str:
@@ -63,6 +82,11 @@ class ApiClient:
 
     async def webhook_route(self, name: str) -> dict:
         return await self.call("GET", f"/v1/gateway/webhooks/{name}")
+
+    async def webhook_first_delivery(self, name: str, keys: list[str], ttl_seconds: int) -> bool:
+        """Mark a verified request of route `name` as seen for ttl_seconds; False when it was seen before."""
+        body = {"keys": keys, "ttl_seconds": ttl_seconds}
+        return (await self.call("POST", f"/v1/gateway/webhooks/{name}/deliveries", json_body=body))["first"]
 
     # -- turns, as the user ---------------------------------------------------------------------------
 
@@ -120,6 +144,15 @@ class ApiClient:
                             retry_in: float | None = None, give_up: bool = False) -> dict:
         body = {"ok": ok, "error": (error or None) and error[:500], "retry_in_seconds": retry_in, "give_up": give_up}
         return await self.call("POST", f"/v1/gateway/outbox/{item_id}", json_body=body)
+
+
+def _transient_wait(response: httpx.Response) -> float | None:
+    """Seconds to wait before trying a refused call again, or None when trying again would not help."""
+    if response.status_code not in TRANSIENT:
+        return None
+    retry = response.headers.get("Retry-After", "0").strip()
+    wait = int(retry) if retry.isascii() and retry.isdigit() and len(retry) < 6 else 0
+    return None if wait > MAX_RETRY_AFTER_SECONDS else float(wait)
 
 
 def _error(response: httpx.Response) -> ApiError:

@@ -28,11 +28,12 @@ REMEMBER_FINISHED = 2000
 
 
 class DeliveryError(Exception):
-    """A send that may work later; `retry_in` is the platform's own hint (Telegram 429 retry_after)."""
+    """A send that may work later; `retry_in` is the platform's own hint (Telegram 429 retry_after); a `final`
+    one never will (the reply fails at once)."""
 
-    def __init__(self, message: str, retry_in: float | None = None) -> None:
+    def __init__(self, message: str, retry_in: float | None = None, *, final: bool = False) -> None:
         super().__init__(message)
-        self.retry_in = retry_in
+        self.retry_in, self.final = retry_in, final
 
 
 class Delivery:
@@ -89,7 +90,7 @@ class Delivery:
                 await platform.send(dest, item, ref)
             except DeliveryError as exc:
                 log.warning("delivery %s to %s failed: %s", item["id"], kind, exc)
-                await self._report(item["id"], False, str(exc), exc.retry_in)
+                await self._report(item["id"], False, str(exc), exc.retry_in, give_up=exc.final)
                 return False
             except Exception as exc:  # a platform library's own error: retried like any other
                 log.warning("delivery %s to %s failed (%s)", item["id"], kind, type(exc).__name__)

@@ -4,8 +4,9 @@ and the outbox of replies still to deliver."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel
+from pydantic import BaseModel, StringConstraints, model_validator
 from pydantic import Field as PydanticField
 from sqlalchemy import Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -108,11 +109,13 @@ class IdentityAsk(BaseModel):
     platform: str = PydanticField(pattern=PLATFORM_PATTERN)
     platform_user_id: str = PydanticField(min_length=1, max_length=128)
     display_name: str = PydanticField(default="", max_length=128)
+    # False: only say whether the user is bound (a button press must never ask for a pairing code)
+    request_code: bool = True
 
 
 class IdentityAnswer(BaseModel):
     """`bound` (with the user), `code` (a fresh pairing code), `wait` (asked too recently), `busy` (too many
-    pending codes on this platform)."""
+    pending codes on this platform), `unknown` (not bound, and no code was asked for)."""
 
     status: str
     user_id: str | None = None
@@ -128,8 +131,18 @@ class PairingApprove(BaseModel):
 
 
 class PairingDeny(BaseModel):
+    """Deny by exactly one of: the code the person holds, the request's id, or the platform user id."""
+
     platform: str = PydanticField(pattern=PLATFORM_PATTERN)
-    code: str = PydanticField(min_length=1, max_length=32)
+    code: str | None = PydanticField(default=None, min_length=1, max_length=32)
+    request_id: str | None = PydanticField(default=None, min_length=1, max_length=40)
+    platform_user_id: str | None = PydanticField(default=None, min_length=1, max_length=128)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "PairingDeny":
+        if sum(v is not None for v in (self.code, self.request_id, self.platform_user_id)) != 1:
+            raise ValueError("name exactly one of code, request_id or platform_user_id")
+        return self
 
 
 class PairingRevoke(BaseModel):
@@ -178,6 +191,18 @@ class WebhookCreate(BaseModel):
     deliver: str | None = PydanticField(default=None, max_length=200, pattern=r"^telegram:-?[0-9]{1,20}$")
 
 
+class DeliveryClaim(BaseModel):
+    """A verified webhook request's marks (its signature, a GitHub delivery id) and how long to keep them."""
+
+    keys: list[Annotated[str, StringConstraints(min_length=1, max_length=200)]] = PydanticField(min_length=1,
+                                                                                                max_length=4)
+    ttl_seconds: int = PydanticField(ge=1, le=30 * 24 * 3600)
+
+
+class DeliveryAnswer(BaseModel):
+    first: bool
+
+
 class WebhookPublic(BaseModel):
     name: str
     user_id: str
@@ -188,6 +213,7 @@ class WebhookPublic(BaseModel):
 
 class WebhookIssued(WebhookPublic):
     secret: str
+    warning: str | None = None  # at creation: why replies to the callback would be refused
 
 
 class OutboxCreate(BaseModel):

@@ -3,6 +3,11 @@
 8 characters from an alphabet without 0/O/1/I, drawn with `secrets.choice`, stored only as
 SHA-256(salt + code); valid 1 hour; at most 3 pending per platform; one request per platform user per
 10 minutes; 5 failed approvals lock the platform's approvals for an hour.
+
+Beyond the anchor: a new request on a full platform evicts the oldest pending one instead of being refused.
+A cap per requester would not help, since each requester already holds at most one request; refusing left
+three throwaway accounts able to close pairing for everyone for as long as they kept asking. Eviction keeps
+pairing open to whoever asks last, and the owner may dismiss any request by its id or platform user id.
 """
 
 from __future__ import annotations
@@ -78,8 +83,9 @@ def request_code(db: Database, platform: str, platform_user_id: str, display_nam
         mine = [p for p in pending if p.platform_user_id == platform_user_id]
         if any(p.created_at > now - REQUEST_INTERVAL for p in mine):
             return Issued("wait")
-        if len([p for p in live if p.platform_user_id != platform_user_id]) >= MAX_PENDING:
-            return Issued("busy")
+        others = sorted((p for p in live if p.platform_user_id != platform_user_id), key=lambda p: p.created_at)
+        for oldest in others[:max(0, len(others) - MAX_PENDING + 1)]:
+            s.delete(oldest)
         for old in mine:
             if old in live:
                 s.delete(old)
@@ -123,11 +129,15 @@ def approve(db: Database, platform: str, code: str, user_name: str | None) -> Ga
     return _bind(db, _matching(db, platform, code), user_name)
 
 
-def deny(db: Database, platform: str, code: str) -> PairingRequest:
-    """Refuse the request that holds `code`: the code stops working and frees its slot; nobody is bound.
+def deny(db: Database, platform: str, code: str | None = None, *, request_id: str | None = None,
+         platform_user_id: str | None = None) -> PairingRequest:
+    """Refuse the request that holds `code` (or has this id, or comes from this platform user): its code stops
+    working and frees its slot; nobody is bound.
 
-    The same lookup and failure count as `approve`, so denying cannot be used to guess codes either.
+    By code, the same lookup and failure count as `approve`, so denying cannot be used to guess codes either.
     """
+    if code is None:
+        return _dismiss(db, platform, request_id=request_id, platform_user_id=platform_user_id)[0]
     request = _matching(db, platform, code)
     with db.write() as s:
         lock = _lock_row(s, platform)
@@ -137,6 +147,26 @@ def deny(db: Database, platform: str, code: str) -> PairingRequest:
         if row is not None:
             s.delete(row)
     return request
+
+
+def _dismiss(db: Database, platform: str, *, request_id: str | None = None,
+            platform_user_id: str | None = None) -> list[PairingRequest]:
+    """Refuse the pending requests the owner names by request id or platform user id (no code needed: the
+    owner sees both in the list); NotFound when none matches."""
+    if request_id is None and platform_user_id is None:
+        raise ValueError("name a request id or a platform user id")
+    with db.write() as s:
+        query = select(PairingRequest).where(PairingRequest.platform == platform, PairingRequest.status == "pending")
+        if request_id is not None:
+            query = query.where(PairingRequest.id == request_id)
+        if platform_user_id is not None:
+            query = query.where(PairingRequest.platform_user_id == platform_user_id)
+        rows = list(s.exec(query))
+        for row in rows:
+            s.delete(row)
+    if not rows:
+        raise NotFound("No pending pairing request like that.", code="pairing_request_unknown")
+    return rows
 
 
 def _matching(db: Database, platform: str, code: str) -> PairingRequest:

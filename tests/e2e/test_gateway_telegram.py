@@ -169,3 +169,44 @@ def test_a_reply_to_a_turn_running_when_the_gateway_is_killed_arrives_once_after
                 for i in admin.get("/v1/admin/outbox", params={"status": s}).json() if i["chat_id"] == "5008"]
     assert len(mine) == 1, "one outbox item for the turn, filled in after the restart"
     assert telegram.texts(5008).count("The slow answer.") == 1, "delivered exactly once"
+
+
+def answered_callbacks(telegram: FakeTelegram) -> list[str]:
+    return [str(c.params.get("text", "")) for c in telegram.sent(method="answerCallbackQuery")]
+
+
+def test_another_users_press_changes_nothing_and_the_owner_still_decides(stack, telegram, model):
+    """Reproduction: another user pressing the owner's approval button removed the owner's buttons and the
+    runner's pending approval, so the owner's /approve then said nothing was waiting."""
+    paired(stack, telegram, 5009, "Keeper")
+    paired(stack, telegram, 5010, "Meddler")
+    model.on("prune the cache", tool_call([("terminal", {"command": "rm -rf ./cache"})]), text("Cache pruned."))
+    telegram.user_says(5009, "prune the cache")
+    telegram.wait_text(5009, "Approval needed")
+    asking = next(m for m in telegram.messages.values()
+                  if str(m["chat"]["id"]) == "5009" and "Approval needed" in m["text"])
+    before = len(answered_callbacks(telegram))
+    telegram.press(5010, asking["message_id"], asking["reply_markup"]["inline_keyboard"][0][0]["callback_data"],
+                   first_name="Meddler")
+    wait_until(lambda: answered_callbacks(telegram)[before:], timeout=30, what="the press answered")
+    assert answered_callbacks(telegram)[before:] == ["Not for you."]
+    assert telegram.messages[asking["message_id"]]["reply_markup"], "the owner's buttons stay"
+    telegram.user_says(5009, "/approve")
+    telegram.wait_text(5009, "approved once by Keeper")
+    telegram.wait_text(5009, "Cache pruned.")
+
+
+def test_a_strangers_button_press_creates_no_pairing_request(stack, telegram):
+    """Reproduction: an unpaired user pressing an approval button was identified like a new message, which
+    silently created a pending pairing request for them (and used one of the platform's three slots)."""
+    telegram.user_says(5012, "hello", first_name="Stranger")
+    reply = telegram.wait_text(5012, "pairing code")
+    shown = next(m for m in telegram.messages.values() if m["text"] == reply)
+    with stack.client() as admin:
+        admin.post("/v1/admin/pairing/deny", json={"platform": "telegram", "platform_user_id": "5012"})
+        before = len(answered_callbacks(telegram))
+        telegram.press(5012, shown["message_id"], "ap:apr_made_up:once", first_name="Stranger")
+        wait_until(lambda: answered_callbacks(telegram)[before:], timeout=30, what="the press answered")
+        assert answered_callbacks(telegram)[before:] == ["Not for you."]
+        pending = admin.get("/v1/admin/pairing").json()["pending"]
+    assert not [p for p in pending if p["platform_user_id"] == "5012"], "no request from a button press"

@@ -57,15 +57,54 @@ def test_an_expired_code_is_refused(db):
     assert pairing.find_identity(db, p, "9") is None
 
 
+def pending_users(db, p: str) -> list[str]:
+    return [r.platform_user_id for r in pairing.list_pending(db) if r.platform == p]
+
+
 def test_one_request_per_user_per_10_minutes_and_3_pending_per_platform(db):
     p = platform()
     assert pairing.request_code(db, p, "1", "a").status == "code"
     assert pairing.request_code(db, p, "1", "a").status == "wait"
     assert pairing.request_code(db, p, "2", "b").status == "code"
     assert pairing.request_code(db, p, "3", "c").status == "code"
-    assert pairing.request_code(db, p, "4", "d").status == "busy"
+    assert pending_users(db, p) == ["1", "2", "3"]
     with clock.travel(timedelta(minutes=11)):
         assert pairing.request_code(db, p, "1", "a").status == "code", "a user may ask again after 10 minutes"
+        assert sorted(pending_users(db, p)) == ["1", "2", "3"], "their new request replaced their old one"
+
+
+def test_three_throwaway_requests_never_close_pairing_the_oldest_gives_way(db):
+    """Reproduction: three accounts each ask for a code; a fourth person asked and got `busy` (no code) for as
+    long as the three kept asking, and the owner had no way to clear them without their codes."""
+    p = platform()
+    first = pairing.request_code(db, p, "1", "spam1").code
+    for n in ("2", "3"):
+        pairing.request_code(db, p, n, f"spam{n}")
+    with clock.travel(timedelta(seconds=1)):
+        newcomer = pairing.request_code(db, p, "4", "Real person")
+    assert newcomer.status == "code"
+    assert pending_users(db, p) == ["2", "3", "4"], "the oldest request gave way"
+    with pytest.raises(NotFound):
+        pairing.approve(db, p, first, None)
+    assert pairing.approve(db, p, newcomer.code, None).platform_user_id == "4"
+
+
+def test_the_owner_denies_a_request_by_its_id_or_platform_user_without_its_code(db):
+    """Reproduction: the list shows no codes and deny needed one, so a request the owner could see could not be
+    refused; a code-less deny is not a failed attempt either."""
+    p = platform()
+    spam = pairing.request_code(db, p, "1", "spam1")
+    pairing.request_code(db, p, "2", "spam2")
+    by_id = next(r for r in pairing.list_pending(db) if r.platform == p and r.platform_user_id == "1")
+    assert pairing.deny(db, p, request_id=by_id.id).platform_user_id == "1"
+    assert pairing.deny(db, p, platform_user_id="2").display_name == "spam2"
+    assert pending_users(db, p) == []
+    with pytest.raises(NotFound):
+        pairing.approve(db, p, spam.code, None)
+    with pytest.raises(NotFound):
+        pairing.deny(db, p, request_id=by_id.id)
+    with pytest.raises(NotFound):
+        pairing.deny(db, platform(), platform_user_id="1")  # another platform's requests are not touched
 
 
 def test_five_wrong_approvals_lock_the_platform_for_an_hour_even_for_a_valid_code(db):

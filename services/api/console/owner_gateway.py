@@ -1,4 +1,5 @@
-"""The owner's gateway pages: pairing requests (approve or deny with the code) and webhook routes.
+"""The owner's gateway pages: pairing requests (approve or deny with the code, or deny by request id) and webhook
+routes.
 
 Forms are checked with the admin API's own body models (PairingApprove, PairingDeny, WebhookCreate) and
 handled by the same store calls as /v1/admin/pairing and /v1/admin/webhooks; a route's secret is shown once.
@@ -15,6 +16,7 @@ from services.api.console.render import render
 from services.api.console.session import Flash
 from shared.errors import HermesError
 from shared.models.gateway import PairingApprove, PairingDeny, PairingRevoke, WebhookCreate
+from shared.security import callback_targets
 from shared.stores import pairing, users, webhook_routes
 
 router = APIRouter(include_in_schema=False)
@@ -36,9 +38,15 @@ def decide_pairing(request: Request, _owner: ConsoleOwner, form: ConsoleForm):
         body = parsed(PairingApprove if approve else PairingDeny, form)
     except ValidationError as exc:
         return redirect(request, "/owner/pairing", f"Not accepted: {invalid(exc)}", "alert")
+    return _answer(request, lambda: _approve(db, body) if approve else _deny(db, body))
+
+
+def _answer(request: Request, decide) -> object:
+    """Back to the page with what was done, or with the refusal (a wrong code or a request already gone is shown
+    on the page, though the API answers it 404)."""
     try:
-        done = _approve(db, body) if approve else _deny(db, body)
-    except HermesError as exc:  # a wrong code is a refusal shown on the page (the API answers it 404)
+        done = decide()
+    except HermesError as exc:
         return redirect(request, "/owner/pairing", exc.message, "alert")
     return redirect(request, "/owner/pairing", done)
 
@@ -50,8 +58,20 @@ def _approve(db, body: PairingApprove) -> str:
 
 
 def _deny(db, body: PairingDeny) -> str:
-    request = pairing.deny(db, body.platform, body.code)
-    return f"Denied the code of {request.display_name or request.platform_user_id} ({body.platform})."
+    request = pairing.deny(db, body.platform, body.code, request_id=body.request_id,
+                           platform_user_id=body.platform_user_id)
+    what = "code" if body.code is not None else "request"
+    return f"Denied the {what} of {request.display_name or request.platform_user_id} ({body.platform})."
+
+
+@router.post("/owner/pairing/dismiss")
+def dismiss_pairing(request: Request, _owner: ConsoleOwner, form: ConsoleForm):
+    """Deny a waiting request by its id, without its code (the owner sees the request, not the code)."""
+    try:
+        body = parsed(PairingDeny, form)
+    except ValidationError as exc:
+        return redirect(request, "/owner/pairing", f"Not accepted: {invalid(exc)}", "alert")
+    return _answer(request, lambda: _deny(request.app.state.db, body))
 
 
 @router.post("/owner/pairing/revoke")
@@ -90,7 +110,8 @@ def create_webhook(request: Request, _owner: ConsoleOwner, form: ConsoleForm):
         return _webhooks_page(request, status_code=422, flash=Flash(f"Not created: {invalid(exc)}", "alert"))
     except HermesError as exc:
         return _webhooks_page(request, status_code=exc.status_code, flash=Flash(exc.message, "alert"))
-    return _webhooks_page(request, status_code=201, issued=row)
+    warning = callback_targets.refusal(row.callback_url, request.app.state.settings.webhook_callback_allow)
+    return _webhooks_page(request, status_code=201, issued=row, warning=warning)
 
 
 @router.post("/owner/webhooks/{name}/remove")

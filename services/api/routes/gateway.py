@@ -7,12 +7,13 @@ import logging
 
 from fastapi import APIRouter
 
-from services.api.deps import DbDep, EnqueueDep, GatewayKey, SettingsDep
+from services.api.deps import AsyncRedisDep, DbDep, EnqueueDep, GatewayKey, SettingsDep
 from services.api.schemas import error_responses
+from shared import webhook_deliveries
 from shared.errors import Forbidden
 from shared.gateway_auth import ACT_AS_HEADER
-from shared.models.gateway import (ChatAnswer, ChatAsk, IdentityAnswer, IdentityAsk, OutboxCreate, OutboxFill,
-                                   OutboxPublic, OutboxResult, WebhookIssued)
+from shared.models.gateway import (ChatAnswer, ChatAsk, DeliveryAnswer, DeliveryClaim, IdentityAnswer, IdentityAsk,
+                                   OutboxCreate, OutboxFill, OutboxPublic, OutboxResult, WebhookIssued)
 from shared.queue.names import END_SESSION
 from shared.queue.payloads import EndSession
 from shared.stores import gateway_chats, outbox, pairing, users, webhook_routes
@@ -25,13 +26,16 @@ router = APIRouter(prefix="/v1/gateway", tags=["gateway"], responses=error_respo
 @router.post("/identities", response_model=IdentityAnswer)
 def identify(body: IdentityAsk, db: DbDep, settings: SettingsDep, _gateway: GatewayKey) -> IdentityAnswer:
     """A platform user: `bound` (with the user; TELEGRAM_ALLOWED_USERS binds at once), else a pairing code
-    (`code`), or none because they asked within 10 minutes (`wait`) or 3 codes are pending (`busy`)."""
+    (`code`), or none because they asked within 10 minutes (`wait`) or 3 codes are pending (`busy`); with
+    `request_code` false an unbound user is only `unknown`."""
     found = pairing.find_identity(db, body.platform, body.platform_user_id)
     if found is None and body.platform == "telegram" and body.platform_user_id in settings.allowed_telegram_ids():
         found = pairing.prebind(db, body.platform, body.platform_user_id, body.display_name)
     if found is not None:
         _identity, user = found
         return IdentityAnswer(status="bound", user_id=user.id, user_name=user.name)
+    if not body.request_code:
+        return IdentityAnswer(status="unknown")
     issued = pairing.request_code(db, body.platform, body.platform_user_id, body.display_name)
     return IdentityAnswer(status=issued.status, code=issued.code, expires_at=issued.expires_at)
 
@@ -60,6 +64,14 @@ def resolve_chat(user_id: str, body: ChatAsk, db: DbDep, enqueue: EnqueueDep, _g
 def webhook_route(name: str, db: DbDep, _gateway: GatewayKey) -> WebhookIssued:
     """A route with its secret, for verifying inbound requests and signing callbacks."""
     return WebhookIssued.model_validate(webhook_routes.get(db, name), from_attributes=True)
+
+
+@router.post("/webhooks/{name}/deliveries", response_model=DeliveryAnswer)
+async def webhook_delivery(name: str, body: DeliveryClaim, redis: AsyncRedisDep, settings: SettingsDep,
+                           _gateway: GatewayKey) -> DeliveryAnswer:
+    """Remember a verified request of route `name`; `first` is false when it was received before (a replay)."""
+    first = await webhook_deliveries.first_time(redis, settings.broker_key_prefix, name, body.keys, body.ttl_seconds)
+    return DeliveryAnswer(first=first)
 
 
 @router.post("/users/{user_id}/outbox", status_code=201, response_model=OutboxPublic)

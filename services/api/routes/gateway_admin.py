@@ -6,10 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from services.api.deps import AdminKey, DbDep
+from services.api.deps import AdminKey, DbDep, SettingsDep
 from services.api.schemas import error_responses
 from shared.models.gateway import (IdentityPublic, OutboxPublic, PairingApprove, PairingDeny, PairingList,
                                    PairingPending, PairingRevoke, WebhookCreate, WebhookIssued, WebhookPublic)
+from shared.security import callback_targets
 from shared.stores import outbox, pairing, users, webhook_routes
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], responses=error_responses(401, 403, 422))
@@ -36,8 +37,11 @@ def approve_pairing(body: PairingApprove, db: DbDep, _admin: AdminKey) -> Identi
 
 @router.post("/pairing/deny", response_model=PairingPending, responses=error_responses(404, 429))
 def deny_pairing(body: PairingDeny, db: DbDep, _admin: AdminKey) -> PairingPending:
-    """Refuse the holder of a code: it stops working and nobody is bound; misses count as for approve."""
-    return PairingPending.model_validate(pairing.deny(db, body.platform, body.code), from_attributes=True)
+    """Refuse a request named by its code (misses count as for approve), its id or its platform user id: its code
+    stops working, its slot is free and nobody is bound."""
+    denied = pairing.deny(db, body.platform, body.code, request_id=body.request_id,
+                          platform_user_id=body.platform_user_id)
+    return PairingPending.model_validate(denied, from_attributes=True)
 
 
 @router.post("/pairing/revoke", response_model=IdentityPublic, responses=error_responses(404))
@@ -48,11 +52,14 @@ def revoke_pairing(body: PairingRevoke, db: DbDep, _admin: AdminKey) -> Identity
 
 
 @router.post("/webhooks", status_code=201, response_model=WebhookIssued, responses=error_responses(404, 409))
-def create_webhook(body: WebhookCreate, db: DbDep, _admin: AdminKey) -> WebhookIssued:
-    """A signed webhook route acting for `user`; the secret is in this answer only."""
+def create_webhook(body: WebhookCreate, db: DbDep, settings: SettingsDep, _admin: AdminKey) -> WebhookIssued:
+    """A signed webhook route acting for `user`; the secret is in this answer only, with a warning when replies
+    to its callback would be refused (a private, loopback or link-local address not in WEBHOOK_CALLBACK_ALLOW)."""
     user = users.find_user(db, body.user)
     row = webhook_routes.create(db, body.name, user.id, body.callback_url, body.deliver)
-    return WebhookIssued.model_validate(row, from_attributes=True)
+    issued = WebhookIssued.model_validate(row, from_attributes=True)
+    issued.warning = callback_targets.refusal(body.callback_url, settings.webhook_callback_allow)
+    return issued
 
 
 @router.get("/webhooks", response_model=list[WebhookPublic])

@@ -11,6 +11,8 @@ import logging
 import time
 from datetime import timedelta
 
+import httpx
+
 from telegram import Update
 from telegram.constants import ChatAction
 from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
@@ -27,6 +29,7 @@ from services.gateway.text import TELEGRAM_LIMIT, split
 log = logging.getLogger(__name__)
 
 IDENTITY_TTL_SECONDS = 60.0
+TRY_AGAIN = "Sorry, I could not take that message just now; please send it again in a minute."
 
 
 def create(gateway: Gateway) -> "TelegramPlatform | None":
@@ -46,6 +49,7 @@ class TelegramPlatform:
                     .concurrent_updates(True).build())
         self.app.add_handler(MessageHandler(filters.TEXT, self.on_message))
         self.app.add_handler(CallbackQueryHandler(self.on_callback))
+        self.app.add_error_handler(self.on_error)
         self.runners: dict[str, ChatRunner] = {}
         self.identities: dict[str, tuple[float, str, str]] = {}
         self.throttle = Throttle(1.0)
@@ -70,13 +74,15 @@ class TelegramPlatform:
 
     # -- who is talking ----------------------------------------------------------------------------
 
-    async def bound_user(self, tg_user) -> tuple[str, str] | dict:
-        """(user_id, name) of a bound Telegram user, else the api's pairing answer for them."""
+    async def bound_user(self, tg_user, *, request_code: bool = True) -> tuple[str, str] | dict:
+        """(user_id, name) of a bound Telegram user, else the api's pairing answer for them (a code only when
+        `request_code`)."""
         pid = str(tg_user.id)
         cached = self.identities.get(pid)
         if cached and time.monotonic() - cached[0] < IDENTITY_TTL_SECONDS:
             return cached[1], cached[2]
-        answer = await self.gateway.api.identify("telegram", pid, tg_user.full_name or tg_user.username or pid)
+        answer = await self.gateway.api.identify("telegram", pid, tg_user.full_name or tg_user.username or pid,
+                                                 request_code=request_code)
         if answer["status"] != "bound":
             return answer
         self.identities[pid] = (time.monotonic(), answer["user_id"], answer["user_name"])
@@ -98,7 +104,12 @@ class TelegramPlatform:
         message, sender = update.effective_message, update.effective_user
         if message is None or sender is None or sender.is_bot or not message.text:
             return
-        who = await self.bound_user(sender)
+        try:
+            who = await self.bound_user(sender)
+        except (ApiError, httpx.HTTPError) as exc:
+            log.warning("telegram: could not tell who %s is (%s)", sender.id, exc)
+            await message.reply_text(TRY_AGAIN)
+            return
         if isinstance(who, dict):
             await message.reply_text(ui.pairing_text(who))
             return
@@ -141,18 +152,29 @@ class TelegramPlatform:
             if not runner.approvals:
                 return "Nothing is waiting for approval."
             choice = "deny" if word == "deny" else ("session" if arg.lower() == "session" else "once")
-            return f"Command {await self.decide(uid, runner.approvals.pop(), choice, name)}."
+            return f"Command {await self.decide(uid, runner.approvals[-1], choice, name)}."
         return ui.help_text()
 
     async def decide(self, user_id: str, approval_id: str, choice: str, name: str) -> str:
+        """Record the decision; the approval leaves every runner only once it is decided (or found decided)."""
         decision, scope, said = ui.DECISIONS[choice]
-        await self.gateway.api.decide(user_id, approval_id, decision, scope)
-        return f"{said} by {name}"
+        try:
+            await self.gateway.api.decide(user_id, approval_id, decision, scope)
+            outcome = f"{said} by {name}"
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            outcome = "already decided or expired"
+        for runner in self.runners.values():
+            if approval_id in runner.approvals:
+                runner.approvals.remove(approval_id)
+        return outcome
 
     async def on_callback(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A button press decides only for the approval's own user; anyone else's press changes nothing."""
         query = update.callback_query
         parsed = ui.parse_callback(query.data or "")
-        who = await self.bound_user(query.from_user)
+        who = await self.bound_user(query.from_user, request_code=False)
         if parsed is None or isinstance(who, dict):
             await query.answer("Not for you.")
             return
@@ -160,15 +182,24 @@ class TelegramPlatform:
         try:
             outcome = await self.decide(user_id, approval_id, choice, name)
         except ApiError as exc:
-            outcome = "already decided or expired" if exc.status in (404, 409) else f"not recorded ({exc.code})"
-        for runner in self.runners.values():
-            if approval_id in runner.approvals:
-                runner.approvals.remove(approval_id)
+            await query.answer("Not for you." if exc.status in (403, 404) else f"Not recorded ({exc.code}).")
+            return
         await query.answer(outcome[:200])
         if query.message is not None:
             await query.edit_message_reply_markup(reply_markup=None)
             text = getattr(query.message, "text", "") or ""
             await query.edit_message_text(f"{text}\n\n→ {outcome}"[:TELEGRAM_LIMIT])
+
+    async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """An update whose handling failed is never dropped silently: the sender is told to try again."""
+        log.error("telegram: an update failed (%s)", type(context.error).__name__, exc_info=context.error)
+        message = update.effective_message if isinstance(update, Update) else None
+        if message is None:
+            return
+        try:
+            await message.reply_text(TRY_AGAIN)
+        except TelegramError as exc:
+            log.warning("telegram: could not say so either (%s)", type(exc).__name__)
 
     # -- delivery --------------------------------------------------------------------------------------------
 

@@ -27,6 +27,23 @@ def test_pairing_list_approve_and_revoke(hstack):
     assert code_ == 0 and "Revoked" in out and pairing.find_identity(db(), platform, pid) is None
 
 
+def test_the_owner_denies_by_request_id_or_platform_user_and_clears_a_platform(hstack):
+    """Reproduction: `hstack pairing` had no deny at all and the list showed no request ids, so the owner could
+    not refuse the throwaway requests that kept pairing closed."""
+    platform = f"x{secrets.token_hex(3)}"
+    for pid in ("1", "2", "3"):
+        pairing.request_code(db(), platform, pid, f"spam{pid}")
+    request_id = next(p.id for p in pairing.list_pending(db()) if p.platform == platform and p.platform_user_id == "1")
+    assert request_id in hstack("pairing", "list")[1], "the list shows each request's id"
+    code_, out, _ = hstack("pairing", "deny", platform, "--id", request_id)
+    assert code_ == 0 and "Denied" in out and "spam1" in out
+    code_, out, _ = hstack("pairing", "deny", platform, "--platform-user", "2")
+    assert code_ == 0 and "spam2" in out
+    code_, out, _ = hstack("pairing", "clear", platform)
+    assert code_ == 0 and "Denied 1 pending request(s)." in out
+    assert not [p for p in pairing.list_pending(db()) if p.platform == platform]
+
+
 def test_a_wrong_code_is_a_readable_error(hstack):
     code_, _out, err = hstack("pairing", "approve", f"x{secrets.token_hex(3)}", "ABCDEFGH")
     assert code_ == 1 and "No pending pairing code" in err
@@ -39,6 +56,7 @@ def test_webhooks_create_prints_the_secret_once_then_list_and_delete(hstack):
                            "--deliver", "telegram:42")
     secret = out.split("Secret:\n", 1)[1].split()[0]
     assert code_ == 0 and len(secret) == 64
+    assert "Warning: Replies to this callback would be refused: 127.0.0.1 resolves to 127.0.0.1, a loopback" in out
     code_, out, _ = hstack("webhooks", "list")
     assert code_ == 0 and name in out and secret not in out
     assert hstack("webhooks", "delete", name)[0] == 0

@@ -87,6 +87,23 @@ def test_a_pairing_code_is_approved_or_denied_from_the_page_and_names_are_escape
     assert f"Denied the code of Pat ({platform})." in owner.get("/owner/pairing").text
 
 
+def test_a_pairing_request_is_denied_from_the_page_without_its_code(owner: Browser, db):
+    """Reproduction: the page showed waiting requests without their codes and could deny only by code, so the
+    owner could not clear requests from strangers (three kept pairing closed for everyone)."""
+    platform = f"t{secrets.token_hex(3)}"
+    pairing.request_code(db, platform, "601", "Spammer")
+    request_id = next(p.id for p in pairing.list_pending(db) if p.platform == platform)
+    page = owner.get("/owner/pairing").text
+    assert 'action="/owner/pairing/dismiss"' in page and f'value="{request_id}"' in page
+    denied = owner.post_form("/owner/pairing", "/owner/pairing/dismiss", {"platform": platform,
+                                                                          "request_id": request_id})
+    assert denied.status_code == 303
+    assert not [p for p in pairing.list_pending(db) if p.platform == platform]
+    assert f"Denied the request of Spammer ({platform})." in owner.get("/owner/pairing").text
+    again = owner.post_form("/owner/pairing", "/owner/pairing/dismiss", {"platform": platform, "request_id": request_id})
+    assert again.status_code == 303 and "No pending pairing request" in owner.get("/owner/pairing").text
+
+
 def test_a_webhook_route_is_added_with_its_secret_once_and_removed(owner: Browser, db, user):
     name = f"hook-{secrets.token_hex(3)}"
     added = owner.post_form("/owner/webhooks", "/owner/webhooks", {"name": name, "user": user.name,
@@ -94,6 +111,10 @@ def test_a_webhook_route_is_added_with_its_secret_once_and_removed(owner: Browse
     assert added.status_code == 201 and 'data-testid="issued-secret"' in added.text
     listed = owner.get("/owner/webhooks").text
     assert f"/webhooks/{name}" in listed and "issued-secret" not in listed
+    assert "would be refused" not in added.text
+    inside = owner.post_form("/owner/webhooks", "/owner/webhooks", {"name": f"in-{name}", "user": user.name,
+                                                                    "callback_url": "http://169.254.169.254/x"})
+    assert inside.status_code == 201 and "Replies to this callback would be refused" in inside.text
     bad = owner.post_form("/owner/webhooks", "/owner/webhooks", {"name": "x y", "user": user.name})
     assert bad.status_code == 422 and 'role="alert"' in bad.text
     removed = owner.post_form("/owner/webhooks", f"/owner/webhooks/{name}/remove", {})
