@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.worker.sandbox import quota
 from services.worker.tools.file_search import search_files
 from services.worker.tools.patterns import glob_matcher
 from services.worker.tools.registry import Tool, ToolContext, register
@@ -108,6 +109,8 @@ def write_file(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     if target.is_dir():
         raise InvalidInput(f"{args['path']} is a directory.")
     data = args["content"].encode("utf-8")
+    # The old file and its replacement are both on disk until the rename: the write needs all of its size.
+    quota.ensure_room(root, len(data), ctx.settings.terminal_workspace_quota_mb)
     atomic_write(target, data)
     return {"path": relative_name(root, target), "bytes_written": len(data)}
 

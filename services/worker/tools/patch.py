@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from services.worker.sandbox import quota
 from services.worker.tools.registry import Tool, ToolContext, register
 from shared.atomic import atomic_write
 from shared.errors import InvalidInput, NotFound, PayloadTooLarge
@@ -80,7 +81,9 @@ def patch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any] | str:
             return {"success": True, "path": shown, "replacements": 0, "note": "The edit is already in the file; "
                     "nothing was changed."}
         raise InvalidInput(f"{shown}: {failure.message}", code=f"patch_{failure.kind}") from None
-    atomic_write(target, (_BOM if bom else "") + result.content)
+    text = (_BOM if bom else "") + result.content
+    quota.ensure_room(root, len(text.encode("utf-8")), ctx.settings.terminal_workspace_quota_mb)
+    atomic_write(target, text)
     os.chmod(target, mode & 0o7777)  # the temp file was 0600; keep the file's own permissions
     return {"success": True, "path": shown, "replacements": result.count, "strategy": result.strategy,
             "diff": unified_diff(body, result.content, shown)}

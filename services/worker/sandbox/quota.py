@@ -1,0 +1,140 @@
+"""A per-user workspace quota (TERMINAL_WORKSPACE_QUOTA_MB), kept by the file tools and the terminal.
+
+Usage is the disk the workspace really holds: allocated blocks (a sparse file counts what it wrote, not its
+size), each inode once (hard links), and at least one block per entry (a million empty files are not free).
+A measurement walks the tree without following symlinks and stops as soon as it passes the quota, so it
+reads at most quota / ENTRY_BYTES entries; it is cached for FRESH_SECONDS and moved by what the file tools
+write in between.
+
+What it guarantees: a file-tool write that would pass the quota is refused; a command starts with every
+file it writes capped at the room left (RLIMIT_FSIZE), is measured while it runs and killed once the
+workspace is over, and while over, commands run with no room to write and the file tools refuse.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+from shared.errors import PayloadTooLarge
+
+ENTRY_BYTES = 4096
+FRESH_SECONDS = 5.0
+WATCH_SECONDS = 1.0  # a running command's workspace is measured this often, or less when measuring is slow
+WATCH_COST_SHARE = 5  # ...at most a fifth of the time spent measuring
+MB = 1024 * 1024
+
+
+class QuotaExceeded(PayloadTooLarge):
+    """The workspace would pass its quota."""
+
+    code = "workspace_quota_exceeded"
+
+
+def measure(workspace: Path, stop_above: int | None = None) -> int:
+    """Bytes the workspace holds on disk; once past `stop_above` the walk stops and returns what it has."""
+    total, seen = 0, set()
+    pending = [os.fspath(workspace)]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:
+            continue  # removed or unreadable meanwhile: what is gone holds nothing
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                if (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+            total += max(st.st_blocks * 512, ENTRY_BYTES)
+            if stat.S_ISDIR(st.st_mode):
+                pending.append(entry.path)
+            if stop_above is not None and total > stop_above:
+                return total
+    return total
+
+
+class Meter:
+    """Cached usage per workspace, shared by the tools and commands of this worker process."""
+
+    def __init__(self, clock=time.monotonic) -> None:
+        self.clock = clock
+        self._usage: dict[str, tuple[int, float]] = {}
+        self._lock = threading.Lock()
+
+    def usage(self, workspace: Path, quota_bytes: int, *, fresh: bool = False) -> int:
+        key = os.fspath(workspace)
+        with self._lock:
+            cached = self._usage.get(key)
+        if cached is not None and not fresh and self.clock() - cached[1] < FRESH_SECONDS:
+            return cached[0]
+        used = measure(workspace, stop_above=quota_bytes)
+        with self._lock:
+            self._usage[key] = (used, self.clock())
+        return used
+
+    def added(self, workspace: Path, nbytes: int) -> None:
+        """A write of ours grew the workspace by about `nbytes`: count it until the next measurement."""
+        key = os.fspath(workspace)
+        with self._lock:
+            if key in self._usage:
+                used, at = self._usage[key]
+                self._usage[key] = (used + nbytes, at)
+
+
+meter = Meter()
+
+
+def ensure_room(workspace: Path, adding_bytes: int, quota_mb: int) -> None:
+    """Refuse (QuotaExceeded) a write of `adding_bytes` that would take the workspace past its quota."""
+    quota = quota_mb * MB
+    used = meter.usage(workspace, quota)
+    if used + adding_bytes > quota:
+        used = meter.usage(workspace, quota, fresh=True)  # files may have been removed since the last look
+    if used + adding_bytes > quota:
+        raise QuotaExceeded(
+            f"this write ({_mb(adding_bytes)}) would take the workspace past its quota: {_mb(used)} of "
+            f"{quota_mb} MB used (TERMINAL_WORKSPACE_QUOTA_MB); delete files you no longer need first")
+    meter.added(workspace, adding_bytes)
+
+
+def room_left(workspace: Path, quota_mb: int) -> int:
+    """Bytes the workspace may still grow by (0 when over), measured afresh."""
+    quota = quota_mb * MB
+    return max(0, quota - meter.usage(workspace, quota, fresh=True))
+
+
+def over_quota(workspace: Path, quota_mb: int) -> str | None:
+    """A note for the model when the workspace is past its quota (measured afresh), else None."""
+    quota = quota_mb * MB
+    used = meter.usage(workspace, quota, fresh=True)
+    if used <= quota:
+        return None
+    return (f"the workspace is over its quota ({quota_mb} MB, TERMINAL_WORKSPACE_QUOTA_MB): writes fail until "
+            "files are deleted")
+
+
+class Watch:
+    """Measures a running command's workspace now and then; `over()` turns true once it passed its quota."""
+
+    def __init__(self, workspace: Path, quota_mb: int, clock=time.monotonic) -> None:
+        self.workspace, self.quota, self.clock = workspace, quota_mb * MB, clock
+        self.next_at = clock() + WATCH_SECONDS
+
+    def over(self) -> bool:
+        started = self.clock()
+        if started < self.next_at:
+            return False
+        used = meter.usage(self.workspace, self.quota, fresh=True)
+        self.next_at = self.clock() + max(WATCH_SECONDS, WATCH_COST_SHARE * (self.clock() - started))
+        return used > self.quota
+
+
+def _mb(nbytes: int) -> str:
+    return f"{nbytes / MB:.1f} MB"
