@@ -26,7 +26,7 @@ from .output import open_in_workspace
 from .runner import exit_status, kill_group
 
 LOG_PAGE_CHARS = 50_000
-REAP_EVERY_SECONDS = 5.0
+REAP_EVERY_SECONDS = quota.WATCH_SECONDS  # also how often a running process's workspace may be measured
 WAIT_POLL_SECONDS = 0.2  # a wait looks at its turn's cancel flag this often
 
 
@@ -53,7 +53,7 @@ class Entry:
     proc: subprocess.Popen
     started: float
     expires: float
-    quota_mb: int
+    watch: quota.Watch
     group: Group | None = None
     killed: str | None = None
     released: bool = False
@@ -107,7 +107,7 @@ class ProcessTable:
                 os.close(fd)
             now = self.clock()
             entry = Entry(proc_id, user_id, session_id, command, workspace, log_path, proc, now, now + self.lifetime,
-                          sandbox.limits.quota_mb, group)
+                          quota.Watch(workspace, sandbox.limits.quota_mb), group)
             self._entries[proc_id] = entry
             self._ensure_reaper()
         return entry.view()
@@ -209,10 +209,11 @@ class ProcessTable:
     def _kill_over_quota(self, entries: list[Entry]) -> int:
         """Kill the running processes of every workspace past its quota; how many."""
         running = [e for e in entries if e.proc.poll() is None]
-        full = {e.workspace for e in running if quota.over_quota(e.workspace, e.quota_mb)}
+        full = {e.workspace for e in running if e.watch.over()}
         for entry in running:
             if entry.workspace in full:
-                self._kill(entry, f"the workspace passed its quota ({entry.quota_mb} MB, TERMINAL_WORKSPACE_QUOTA_MB)")
+                self._kill(entry, f"the workspace passed its quota ({entry.watch.quota // quota.MB} MB, "
+                                  "TERMINAL_WORKSPACE_QUOTA_MB)")
         return sum(e.workspace in full for e in running)
 
     def _read(self, entry: Entry, offset: int, limit: int) -> str:

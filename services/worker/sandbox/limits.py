@@ -6,6 +6,8 @@ import os
 import resource
 from dataclasses import dataclass
 
+from . import seccomp
+
 # Names a command always sees; everything else of the services' environment stays outside.
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -40,8 +42,8 @@ class Limits:
         )
 
     def preexec(self, *, nproc: bool, uid: int | None = None, room: int | None = None, group=None):
-        """A preexec_fn: join the user's cgroup (as root), drop to `uid`, then set CPU, address space,
-        file size (at most `room`, the workspace's room left) and, when asked, process count."""
+        """A preexec_fn: join the user's cgroup (as root), drop to `uid`, set CPU, address space, file size
+        (at most `room`, the workspace's room left) and, when asked, process count; refuse fallocate."""
         file_bytes = self.max_file_mb * 1024 * 1024 if room is None else min(room, self.max_file_mb * 1024 * 1024)
         pairs = [
             # A soft CPU limit below the hard one: SIGXCPU first, so a shell can report it, then SIGKILL.
@@ -53,6 +55,7 @@ class Limits:
         if nproc:
             pairs.append((resource.RLIMIT_NPROC, (self.max_processes,) * 2))
         memory_bytes = self.memory_mb * 1024 * 1024
+        no_fallocate = seccomp.no_fallocate()
 
         def apply() -> None:
             if group is not None:
@@ -63,6 +66,7 @@ class Limits:
                 os.setuid(uid)
             for which, value in pairs:
                 resource.setrlimit(which, value)
+            no_fallocate()
 
         return apply
 

@@ -23,7 +23,7 @@ from shared.errors import PayloadTooLarge
 
 ENTRY_BYTES = 4096
 FRESH_SECONDS = 5.0
-WATCH_SECONDS = 1.0  # a running command's workspace is measured this often, or less when measuring is slow
+WATCH_SECONDS = 0.25  # a running command's workspace is measured this often, or less when measuring is slow
 WATCH_COST_SHARE = 5  # ...at most a fifth of the time spent measuring
 MB = 1024 * 1024
 

@@ -144,6 +144,35 @@ def test_a_command_that_keeps_writing_is_killed_once_over_the_quota(workspace):
     assert quota.measure(workspace) < 200 * MB
 
 
+@needs_bwrap
+def test_a_background_command_that_keeps_writing_is_killed_once_over_the_quota(workspace):
+    """Reproduction: a background process is bounded by nothing but its lifetime (an hour); one writing
+    1 MB files in a loop is killed by the table's reaper once the workspace passes its 20 MB quota."""
+    table = ProcessTable(max_per_user=1, lifetime_seconds=3600)
+    started = table.start("alice", None, "i=0; while :; do head -c 1M /dev/zero > f$i; i=$((i+1)); sleep 0.02; done",
+                          workspace=workspace, sandbox=box(quota_mb=20))
+    try:
+        view = wait_until(lambda: (v := table.poll("alice", started["session_id"]))["status"] != "running" and v,
+                          timeout=60, what="the writer to be killed")
+    finally:
+        table.kill_all("alice")
+
+    assert view["status"] == "killed" and "TERMINAL_WORKSPACE_QUOTA_MB" in view["killed_because"], view
+    assert quota.measure(workspace) < 200 * MB
+
+
+@needs_bwrap
+def test_fallocate_is_refused_so_disk_is_reserved_only_by_writing(workspace):
+    """Attack: `fallocate -l 100M f` in a loop reserved 30 GB in the first second against a 100 MB quota,
+    faster than any measurement. fallocate is refused (EOPNOTSUPP); posix_fallocate falls back to writing."""
+    result = run("fallocate -l 100M f; echo rc=$?; python3 -c 'import os; fd = os.open(\"p\", os.O_CREAT | os.O_WRONLY); "
+                 "os.posix_fallocate(fd, 0, 1 << 20); print(\"posix\", os.fstat(fd).st_size)'",
+                 workspace=workspace, timeout=60, sandbox=box(quota_mb=100))
+
+    assert "Operation not supported" in result.output and "rc=1" in result.output, result.output
+    assert "posix 1048576" in result.output and quota.measure(workspace) < 2 * MB
+
+
 def test_write_file_refuses_a_write_past_the_quota(settings, workspace):
     """Reproduction: write_file wrote 30 MB into a workspace whose quota is 20 MB."""
     ctx = tool_context(settings, workspace, terminal_workspace_quota_mb=20)
