@@ -132,9 +132,10 @@ def bwrap_argv(sandbox: Sandbox, workspace_fd: int, command: str, workdir: str =
     if not sandbox.network:
         argv.append("--unshare-net")
     argv += _system_binds()
-    # /tmp and /dev/shm are RAM: each is bounded by TERMINAL_TMP_MB and charged to the user's cgroup.
+    # /tmp and /dev/shm are RAM: each is bounded by TERMINAL_TMP_MB and charged to the user's cgroup;
+    # /dev itself (an unbounded tmpfs) is read-only, its device nodes still usable.
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
-    argv += ["--size", str(tmp_bytes), "--tmpfs", "/dev/shm"]
+    argv += ["--size", str(tmp_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
     argv += _masks(sandbox.hidden)
     argv += ["--bind-fd", str(workspace_fd), MOUNT_POINT, "--remount-ro", "/", "--chdir", in_mount(workdir)]
     # The process limit is set inside the new user namespace, so it counts this sandbox only.

@@ -103,6 +103,17 @@ def test_tmp_and_shm_are_bounded_by_their_own_setting(workspace, folder):
 
 
 @needs_bwrap
+def test_dev_is_not_a_writable_ram_disk(workspace):
+    """Attack: bwrap's /dev is a tmpfs of half the RAM, writable by the command: 300 MB went into
+    /dev/fill. Now /dev is read-only while /dev/null and the bounded /dev/shm still work."""
+    result = run("head -c 30M /dev/zero > /dev/fill; echo rc=$?; echo x > /dev/null && echo null-ok; "
+                 "echo y > /dev/shm/y && echo shm-ok", workspace=workspace, timeout=60, sandbox=box())
+
+    assert "Read-only file system" in result.output and "rc=1" in result.output, result.output
+    assert "null-ok" in result.output and "shm-ok" in result.output
+
+
+@needs_bwrap
 def test_a_command_cannot_write_past_the_workspace_quota(workspace):
     """Reproduction: 1.2 GB was written against TERMINAL_MAX_FILE_MB=1024 (per file; no quota). Here a
     30 MB file against a 20 MB quota stops at the room left."""
