@@ -184,6 +184,17 @@ def test_fallocate_is_refused_so_disk_is_reserved_only_by_writing(workspace):
     assert "posix 1048576" in result.output and quota.measure(workspace) < 2 * MB
 
 
+@needs_bwrap
+def test_a_swarm_of_empty_files_is_stopped_too(workspace):
+    """Attack: empty files hold no data blocks, so a byte count never grows while the disk's inodes run
+    out. Each entry costs a block here: 100,000 empty files against a 20 MB quota stop near 5,000."""
+    result = run("for i in $(seq 100000); do : > e$i; done; echo made all", workspace=workspace, timeout=120,
+                 sandbox=box(quota_mb=20))
+
+    assert "made all" not in result.output and result.over_quota.startswith("killed"), result
+    assert len(os.listdir(workspace)) < 50_000
+
+
 def test_write_file_refuses_a_write_past_the_quota(settings, workspace):
     """Reproduction: write_file wrote 30 MB into a workspace whose quota is 20 MB."""
     ctx = tool_context(settings, workspace, terminal_workspace_quota_mb=20)
