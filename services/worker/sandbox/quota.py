@@ -40,28 +40,26 @@ class QuotaExceeded(PayloadTooLarge):
 
 
 def measure(workspace: Path, stop_above: int | None = None) -> int:
-    """Bytes the workspace holds on disk; once past `stop_above` the walk stops and returns what it has."""
-    total, seen = 0, set()
-    pending = [os.fspath(workspace)]
-    while pending:
-        try:
-            entries = list(os.scandir(pending.pop()))
-        except OSError:
-            continue  # removed or unreadable meanwhile: what is gone holds nothing
-        for entry in entries:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
-                if (st.st_dev, st.st_ino) in seen:
-                    continue
-                seen.add((st.st_dev, st.st_ino))
-            total += max(st.st_blocks * 512, ENTRY_BYTES)
-            if stat.S_ISDIR(st.st_mode):
-                pending.append(entry.path)
-            if stop_above is not None and total > stop_above:
-                return total
+    """Bytes the workspace holds on disk; once past `stop_above` the walk stops and returns what it has.
+    Folders are opened by descriptor without following symlinks, so a swapped-in link leads nowhere."""
+    total, seen = ENTRY_BYTES, set()
+    walk = os.fwalk(workspace, follow_symlinks=False)
+    try:
+        for _root, dirs, files, dir_fd in walk:
+            for name in dirs + files:
+                try:
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                except OSError:
+                    continue  # removed meanwhile: what is gone holds nothing
+                if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                    if (st.st_dev, st.st_ino) in seen:
+                        continue
+                    seen.add((st.st_dev, st.st_ino))
+                total += max(st.st_blocks * 512, ENTRY_BYTES)
+                if stop_above is not None and total > stop_above:
+                    return total
+    finally:
+        walk.close()
     return total
 
 

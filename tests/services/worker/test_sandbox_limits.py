@@ -262,6 +262,13 @@ def test_hard_links_count_once_and_empty_files_are_not_free(workspace):
     assert MB <= used < 2 * MB + 1000 * quota.ENTRY_BYTES and used >= 1000 * quota.ENTRY_BYTES
 
 
+def test_a_symlink_to_a_big_folder_is_not_walked(workspace):
+    """Attack: a link to /usr in the workspace would make the root worker walk and charge the host's files."""
+    (workspace / "usr").symlink_to("/usr")
+
+    assert quota.measure(workspace) < MB
+
+
 def test_measuring_stops_once_past_the_quota(workspace):
     """A million files must not be walked on every call: the walk ends once the quota is passed."""
     for n in range(3000):
