@@ -38,11 +38,11 @@ class Result:
         lines = [self.output.rstrip("\n")] if self.output else []
         if self.cancelled:
             lines.append("[cancelled: the turn was cancelled, so the command and all its processes were killed]")
-        if self.over_quota:
-            lines.append(f"[{self.over_quota}]")
         elif self.timed_out:
             lines.append(f"[timed out after {timeout:g} s: the command and all its processes were killed]"
                          if timeout else "[timed out: the command and all its processes were killed]")
+        if self.over_quota:
+            lines.append(f"[{self.over_quota}]")
         lines.append(f"[exit code: {self.exit_code}]")
         return "\n".join(lines)
 

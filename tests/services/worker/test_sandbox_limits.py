@@ -152,6 +152,7 @@ def test_a_command_that_keeps_writing_is_killed_once_over_the_quota(workspace):
                  workspace=workspace, timeout=120, sandbox=box(quota_mb=20))
 
     assert not result.timed_out and result.over_quota.startswith("killed"), result
+    assert "[killed: its writes took the workspace past its quota" in result.text(120)
     assert quota.measure(workspace) < 200 * MB
 
 
