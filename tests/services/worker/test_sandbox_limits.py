@@ -73,6 +73,19 @@ def test_three_processes_cannot_each_hold_the_whole_memory_limit(workspace):
 
 @needs_bwrap
 @needs_cgroup
+def test_what_tmp_holds_counts_in_the_memory_limit(workspace):
+    """Reproduction: /tmp was RAM beside the memory limit. With 256 MB of memory, 150 MB held in /tmp
+    leaves no room for a process of 150 MB."""
+    result = run("head -c 150M /dev/zero > /tmp/fill && echo filled; python3 -c 'b = bytearray(150 << 20)\n"
+                 "for i in range(0, len(b), 4096): b[i] = 1\nprint(\"held\")'; echo rc=$?",
+                 workspace=workspace, timeout=60, sandbox=box(memory_mb=256, tmp_mb=200))
+
+    assert "filled" in result.output and "held" not in result.output.splitlines(), result.output
+    assert "rc=137" in result.output
+
+
+@needs_bwrap
+@needs_cgroup
 def test_the_process_count_is_one_budget_for_all_of_a_users_commands(workspace):
     """Reproduction: each command got its own 256 processes. A background command holding 30 of a
     50-process budget leaves a foreground command fewer than 30 more."""
