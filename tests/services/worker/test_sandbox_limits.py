@@ -255,6 +255,21 @@ def test_kept_outputs_are_rotated_by_size_too(workspace):
     assert sum(p.stat().st_size for p in kept_outputs(workspace)) <= 2 * MB + 4096
 
 
+def test_without_a_usable_cgroup_the_log_says_so_once(monkeypatch, caplog):
+    """A host with no writable memory and pids cgroup keeps per-process limits; the operator reads why."""
+    monkeypatch.setattr(cgroup, "_mounts", lambda: [])
+    cgroup.hierarchy.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger=cgroup.__name__):
+            found = [cgroup.for_workspace(Path("/nowhere")) for _ in range(3)]
+    finally:
+        cgroup.hierarchy.cache_clear()
+
+    assert found == [None, None, None]
+    warnings = [r.getMessage() for r in caplog.records if r.name == cgroup.__name__]
+    assert len(warnings) == 1 and "apply per process only" in warnings[0]
+
+
 def test_sparse_files_count_what_they_hold_not_their_size(workspace):
     """Attack: `truncate -s 10G f` makes a 10 GB file holding nothing; the quota counts blocks."""
     with open(workspace / "sparse", "wb") as fh:
