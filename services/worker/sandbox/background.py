@@ -22,7 +22,7 @@ from shared.errors import Conflict, NotFound
 from . import cgroup, quota
 from .cgroup import Group
 from .launcher import Sandbox, launch
-from .output import open_in_workspace
+from .output import open_in_workspace, written
 from .runner import exit_status, kill_group
 
 LOG_PAGE_CHARS = 50_000
@@ -102,6 +102,7 @@ class ProcessTable:
                                             workdir=workdir, group=group).result()
             except BaseException:
                 cgroup.release(group)
+                written(workspace, log_path)
                 raise
             finally:
                 os.close(fd)
@@ -205,6 +206,7 @@ class ProcessTable:
                 return
             entry.released = True
         cgroup.release(entry.group)
+        written(entry.workspace, entry.log_path)
 
     def _kill_over_quota(self, entries: list[Entry]) -> int:
         """Kill the running processes of every workspace past its quota; how many."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import os
 import stat
+import threading
 import uuid
 from pathlib import Path
 
@@ -13,6 +14,11 @@ from .limits import Limits
 OUTPUT_CHARS = 50_000
 MB = 1024 * 1024
 OUTPUTS_DIR = (".hstack", "outputs")
+
+# Kept outputs still being written (a running command's, a background process's log): rotation skips
+# them, since an unlinked file still open for writing would hold disk that no measurement sees.
+_writing: set[str] = set()
+_writing_lock = threading.Lock()
 
 
 def open_in_workspace(workspace: Path, name: str, limits: Limits | None = None, reserve: int = 0) -> tuple[int, str]:
@@ -29,34 +35,49 @@ def open_in_workspace(workspace: Path, name: str, limits: Limits | None = None, 
             nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             os.close(fd)
             fd = nxt
-        rotate(fd, limits.outputs_max_files - 1, limits.outputs_max_mb * MB - reserve)
+        folder = os.path.join(workspace, *OUTPUTS_DIR)
+        with _writing_lock:
+            busy = {os.path.basename(p) for p in _writing if os.path.dirname(p) == folder}
+            _writing.add(os.path.join(folder, name))
+        rotate(fd, limits.outputs_max_files - 1, limits.outputs_max_mb * MB - reserve, busy)
         out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd)
+    except BaseException:
+        written(workspace, "/".join((*OUTPUTS_DIR, name)))
+        raise
     finally:
         os.close(fd)
     return out, "/".join((*OUTPUTS_DIR, name))
 
 
-def rotate(dir_fd: int, max_files: int, max_bytes: int) -> int:
-    """Remove the oldest regular files of the folder until at most `max_files` and `max_bytes` remain; how many."""
-    kept = []
+def written(workspace: Path, path: str) -> None:
+    """The kept output at `path` (workspace-relative) is no longer written: rotation may remove it."""
+    with _writing_lock:
+        _writing.discard(os.path.join(workspace, path))
+
+
+def rotate(dir_fd: int, max_files: int, max_bytes: int, busy: set[str] = frozenset()) -> int:
+    """Remove the oldest regular files of the folder until at most `max_files` and `max_bytes` remain;
+    the `busy` ones count but stay. How many were removed."""
+    found = []
     for entry in os.scandir(dir_fd):
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode):
-            kept.append((st.st_mtime_ns, entry.name, st.st_blocks * 512))
-    kept.sort()
-    total, removed = sum(size for *_, size in kept), 0
-    for _mtime, name, size in kept:
-        if len(kept) - removed <= max(0, max_files) and total <= max(0, max_bytes):
+            found.append((st.st_mtime_ns, entry.name, st.st_blocks * 512))
+    found.sort()
+    count, total, removed = len(found), sum(size for *_, size in found), 0
+    for _mtime, name, size in found:
+        if count <= max(0, max_files) and total <= max(0, max_bytes):
             break
+        if name in busy:
+            continue
         try:
             os.unlink(name, dir_fd=dir_fd)
         except FileNotFoundError:
             pass
-        total -= size
-        removed += 1
+        count, total, removed = count - 1, total - size, removed + 1
     return removed
 
 
@@ -142,6 +163,7 @@ class Capture:
         self.file_tail = bytearray()
         os.close(self.file_fd)
         self.file_fd = None
+        written(self.workspace, self.file_path)
 
 
 def _write_all(fd: int, data: bytes) -> None:

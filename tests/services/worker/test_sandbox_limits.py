@@ -157,3 +157,21 @@ def test_without_a_usable_cgroup_the_log_says_so_once(monkeypatch, caplog):
     assert found == [None, None, None]
     warnings = [r.getMessage() for r in caplog.records if r.name == cgroup.__name__]
     assert len(warnings) == 1 and "apply per process only" in warnings[0]
+
+
+@needs_bwrap
+def test_rotation_spares_the_log_of_a_running_background_process(workspace):
+    """Attack: rotate a running process's log away with a few long outputs; the process would go on
+    writing into an unlinked file that holds disk no quota measurement sees."""
+    sandbox = box(outputs_max_files=3)
+    table = ProcessTable(max_per_user=1, lifetime_seconds=3600)
+    started = table.start("alice", None, "echo started; sleep 1000", workspace=workspace, sandbox=sandbox)
+    try:
+        for n in range(4):
+            run(f"echo RUN-{n}; head -c 200K /dev/zero | tr '\\0' y", workspace=workspace, timeout=60, sandbox=sandbox)
+        log = workspace / started["log"]
+        assert log.exists() and len(kept_outputs(workspace)) == 3
+    finally:
+        table.kill_all("alice")
+    run("head -c 200K /dev/zero | tr '\\0' y", workspace=workspace, timeout=60, sandbox=sandbox)
+    assert not log.exists()  # once the process ended, its log rotates like any other
