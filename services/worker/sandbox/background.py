@@ -95,6 +95,7 @@ class ProcessTable:
                 raise TooManyProcesses(f"at most {self.max_per_user} background processes may run at once; "
                                        "kill one (process action=kill) first")
             proc_id = f"proc_{secrets.token_hex(6)}"
+            watch = quota.Watch(workspace, sandbox.limits.quota_mb)  # before the launch: nothing after it may raise
             fd, log_path = open_in_workspace(workspace, f"{proc_id}.log", sandbox.limits)
             group = cgroup.acquire(workspace)
             try:
@@ -108,7 +109,7 @@ class ProcessTable:
                 os.close(fd)
             now = self.clock()
             entry = Entry(proc_id, user_id, session_id, command, workspace, log_path, proc, now, now + self.lifetime,
-                          quota.Watch(workspace, sandbox.limits.quota_mb), group)
+                          watch, group)
             self._entries[proc_id] = entry
             self._ensure_reaper()
         return entry.view()
