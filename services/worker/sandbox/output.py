@@ -1,4 +1,5 @@
-"""Bounded capture of a command's output: head and tail in memory, the whole of it in a file."""
+"""Bounded capture of a command's output: head and tail in memory, up to TERMINAL_OUTPUT_KEEP_MB of it in a
+kept file under .hstack/outputs, a folder capped in files and size (oldest removed first)."""
 
 from __future__ import annotations
 
