@@ -19,12 +19,14 @@ from pathlib import Path
 
 from shared.errors import Conflict, NotFound
 
+from . import cgroup, quota
+from .cgroup import Group
 from .launcher import Sandbox, launch
-from .output import open_in_workspace
+from .output import open_in_workspace, written
 from .runner import exit_status, kill_group
 
 LOG_PAGE_CHARS = 50_000
-REAP_EVERY_SECONDS = 5.0
+REAP_EVERY_SECONDS = quota.WATCH_SECONDS  # also how often a running process's workspace may be measured
 WAIT_POLL_SECONDS = 0.2  # a wait looks at its turn's cancel flag this often
 
 
@@ -51,7 +53,10 @@ class Entry:
     proc: subprocess.Popen
     started: float
     expires: float
+    watch: quota.Watch
+    group: Group | None = None
     killed: str | None = None
+    released: bool = False
     done: threading.Event = field(default_factory=threading.Event)
 
     def view(self) -> dict:
@@ -90,14 +95,21 @@ class ProcessTable:
                 raise TooManyProcesses(f"at most {self.max_per_user} background processes may run at once; "
                                        "kill one (process action=kill) first")
             proc_id = f"proc_{secrets.token_hex(6)}"
-            fd, log_path = open_in_workspace(workspace, f"{proc_id}.log")
+            watch = quota.Watch(workspace, sandbox.limits.quota_mb)  # before the launch: nothing after it may raise
+            fd, log_path = open_in_workspace(workspace, f"{proc_id}.log", sandbox.limits)
+            group = cgroup.acquire(workspace)
             try:
                 proc = self._spawner.submit(launch, command, workspace=workspace, sandbox=sandbox, stdout=fd,
-                                            workdir=workdir).result()
+                                            workdir=workdir, group=group).result()
+            except BaseException:
+                cgroup.release(group)
+                written(workspace, log_path)
+                raise
             finally:
                 os.close(fd)
             now = self.clock()
-            entry = Entry(proc_id, user_id, session_id, command, workspace, log_path, proc, now, now + self.lifetime)
+            entry = Entry(proc_id, user_id, session_id, command, workspace, log_path, proc, now, now + self.lifetime,
+                          watch, group)
             self._entries[proc_id] = entry
             self._ensure_reaper()
         return entry.view()
@@ -108,6 +120,8 @@ class ProcessTable:
 
     def poll(self, user_id: str, proc_id: str) -> dict:
         entry = self._get(user_id, proc_id)
+        if entry.proc.poll() is not None:
+            self._release(entry)
         view = entry.view()
         view["output_tail"] = self._read(entry, -2000, 2000)
         return view
@@ -154,11 +168,16 @@ class ProcessTable:
         return len(victims)
 
     def reap(self) -> int:
-        """Kill processes past their lifetime and forget finished ones past it; how many were killed."""
+        """Kill processes past their lifetime or whose workspace passed its quota, release the cgroup of
+        finished ones and forget them past their lifetime; how many were killed."""
         now = self.clock()
         with self._lock:
             expired = [e for e in self._entries.values() if now >= e.expires]
-        killed = 0
+            entries = list(self._entries.values())
+        killed = self._kill_over_quota(entries)
+        for entry in entries:
+            if entry.proc.poll() is not None:
+                self._release(entry)
         for entry in expired:
             if entry.proc.poll() is None:
                 self._kill(entry, f"outlived TERMINAL_BACKGROUND_LIFETIME_SECONDS ({self.lifetime:g} s)")
@@ -180,6 +199,25 @@ class ProcessTable:
             entry.killed = because
             kill_group(entry.proc)
             entry.proc.wait()
+        self._release(entry)
+
+    def _release(self, entry: Entry) -> None:
+        with self._lock:
+            if entry.released:
+                return
+            entry.released = True
+        cgroup.release(entry.group)
+        written(entry.workspace, entry.log_path)
+
+    def _kill_over_quota(self, entries: list[Entry]) -> int:
+        """Kill the running processes of every workspace past its quota; how many."""
+        running = [e for e in entries if e.proc.poll() is None]
+        full = {e.workspace for e in running if e.watch.over()}
+        for entry in running:
+            if entry.workspace in full:
+                self._kill(entry, f"the workspace passed its quota ({entry.watch.quota // quota.MB} MB, "
+                                  "TERMINAL_WORKSPACE_QUOTA_MB)")
+        return sum(e.workspace in full for e in running)
 
     def _read(self, entry: Entry, offset: int, limit: int) -> str:
         """Characters of the log, reading the workspace file without following a planted symlink."""

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from shared.errors import Unavailable
 
+from . import quota
+from .cgroup import Group
 from .limits import Limits, clean_env
 from .stage import STAGE, hand_over, reachable, stage_ready, staged
 
@@ -109,13 +111,16 @@ def _masks(hidden: tuple[str, ...]) -> list[str]:
 
 def bwrap_argv(sandbox: Sandbox, workspace_fd: int, command: str, workdir: str = "") -> list[str]:
     """The full bwrap command line running `bash -c command` in the user's workspace (`workdir` inside it)."""
-    tmp_bytes = sandbox.limits.max_file_mb * 1024 * 1024
+    tmp_bytes = sandbox.limits.tmp_mb * 1024 * 1024
     argv = [bwrap_path(), "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
     if not sandbox.network:
         argv.append("--unshare-net")
     argv += _system_binds()
+    # /tmp and /dev/shm are RAM: each is bounded by TERMINAL_TMP_MB and charged to the user's cgroup;
+    # /dev itself (an unbounded tmpfs) is read-only, its device nodes still usable.
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    argv += ["--size", str(tmp_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
     argv += _masks(sandbox.hidden)
     argv += ["--bind-fd", str(workspace_fd), MOUNT_POINT, "--remount-ro", "/", "--chdir", in_mount(workdir)]
     # The process limit is set inside the new user namespace, so it counts this sandbox only.
@@ -158,31 +163,32 @@ def check(sandbox: Sandbox) -> None:
 
 
 def launch(command: str, *, workspace: Path, sandbox: Sandbox, stdout, stderr=subprocess.STDOUT,
-           workdir: str = "") -> subprocess.Popen:
-    """Start the command in its own process group, in `workdir` (workspace-relative, already checked)."""
+           workdir: str = "", group: Group | None = None) -> subprocess.Popen:
+    """Start the command in its own process group, in `workdir` (workspace-relative, already checked),
+    inside the user's cgroup `group` (from cgroup.acquire) when there is one."""
     workspace = Path(workspace)
     uid = run_as(sandbox)
     if uid is not None:
         hand_over(workspace, uid)
-    ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+    room = quota.room_left(workspace, sandbox.limits.quota_mb)
     common = dict(stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True)
     if sandbox.kind == "none":
         env = clean_env(str(workspace), sandbox.env_passthrough)
         # Without a user namespace the count would include the worker's own threads; only a
         # dropped uid (root worker) makes the limit both effective and harmless.
-        preexec = sandbox.limits.preexec(nproc=uid is not None)
-        return subprocess.Popen(["/bin/bash", "-c", command], cwd=workspace / workdir, env=env, preexec_fn=preexec,
-                                **common, **ids)
+        preexec = sandbox.limits.preexec(nproc=uid is not None, uid=uid, room=room, group=group)
+        return subprocess.Popen(["/bin/bash", "-c", command], cwd=workspace / workdir, env=env, preexec_fn=preexec, **common)
     check(sandbox)
     fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
     try:
         argv = bwrap_argv(sandbox, fd, command, workdir)
-        preexec = sandbox.limits.preexec(nproc=False)
+        env = clean_env(MOUNT_POINT, sandbox.env_passthrough)
         if uid is None or reachable(workspace, uid):
-            return subprocess.Popen(argv, env=clean_env(MOUNT_POINT, sandbox.env_passthrough), pass_fds=(fd,),
-                                    preexec_fn=preexec, **common, **ids)
-        return _launch_staged(argv, workspace, fd, uid, preexec, clean_env(MOUNT_POINT, sandbox.env_passthrough),
-                              common)
+            return subprocess.Popen(argv, env=env, pass_fds=(fd,), **common,
+                                    preexec_fn=sandbox.limits.preexec(nproc=False, uid=uid, room=room, group=group))
+        # The staged start drops to the uid itself, after its mount: the limits' part runs as root before it.
+        preexec = sandbox.limits.preexec(nproc=False, room=room, group=group)
+        return _launch_staged(argv, workspace, fd, uid, preexec, env, common)
     finally:
         os.close(fd)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from . import cgroup, quota
 from .launcher import Sandbox, launch
 from .limits import Limits
 from .output import OUTPUT_CHARS, Capture
@@ -30,6 +31,7 @@ class Result:
     truncated: bool
     full_output_path: str | None
     cancelled: bool = False
+    over_quota: str | None = None  # set when the workspace is past its quota after the command
 
     def text(self, timeout: float | None = None) -> str:
         """The result as the model reads it: output, then what happened."""
@@ -39,6 +41,8 @@ class Result:
         elif self.timed_out:
             lines.append(f"[timed out after {timeout:g} s: the command and all its processes were killed]"
                          if timeout else "[timed out: the command and all its processes were killed]")
+        if self.over_quota:
+            lines.append(f"[{self.over_quota}]")
         lines.append(f"[exit code: {self.exit_code}]")
         return "\n".join(lines)
 
@@ -64,32 +68,43 @@ def run(command: str, *, workspace: Path, timeout: float, limits: Limits | None 
     if sandbox is None:
         sandbox = Sandbox(limits=limits or Limits(), env_passthrough=tuple(env_passthrough), network=network)
     workspace = Path(workspace)
-    capture = Capture(workspace, limit=output_chars, max_file_bytes=sandbox.limits.max_file_mb * 1024 * 1024)
-    proc = launch(command, workspace=workspace, sandbox=sandbox, stdout=subprocess.PIPE, workdir=workdir)
-    stop = Stop(time.monotonic() + timeout, cancelled or (lambda: False))
+    capture = Capture(workspace, limit=output_chars, limits=sandbox.limits)
+    group = cgroup.acquire(workspace)
     try:
-        _pump(proc, capture, stop)
+        proc = launch(command, workspace=workspace, sandbox=sandbox, stdout=subprocess.PIPE, workdir=workdir,
+                      group=group)
+        stop = Stop(time.monotonic() + timeout, cancelled or (lambda: False),
+                    quota.Watch(workspace, sandbox.limits.quota_mb).over)
+        try:
+            _pump(proc, capture, stop)
+        finally:
+            kill_group(proc)  # leftovers of a finished command (e.g. `sleep 99 &` in `none` mode) go too
+            proc.stdout.close()
+            proc.wait()
     finally:
-        kill_group(proc)  # leftovers of a finished command (e.g. `sleep 99 &` in `none` mode) go too
-        proc.stdout.close()
-        proc.wait()
+        cgroup.release(group)
     output, truncated, path = capture.close()
-    return Result(output, exit_status(proc.returncode), stop.timed_out, truncated, path, stop.cancelled)
+    full = quota.over_quota(workspace, sandbox.limits.quota_mb)
+    if stop.over_quota:
+        full = "killed: its writes took the workspace past its quota; " + (full or "it is back under it")
+    return Result(output, exit_status(proc.returncode), stop.timed_out, truncated, path, stop.cancelled, full)
 
 
 class Stop:
-    """Why a command must stop early: its deadline passed or its turn was cancelled."""
+    """Why a command must stop early: its deadline passed, its turn was cancelled or its workspace is full."""
 
-    def __init__(self, deadline: float, cancelled: Callable[[], bool]) -> None:
-        self.deadline, self._cancelled = deadline, cancelled
-        self.timed_out = self.cancelled = False
+    def __init__(self, deadline: float, cancelled: Callable[[], bool], over_quota: Callable[[], bool] = lambda: False) -> None:
+        self.deadline, self._cancelled, self._over_quota = deadline, cancelled, over_quota
+        self.timed_out = self.cancelled = self.over_quota = False
 
     def due(self) -> bool:
         if self._cancelled():
             self.cancelled = True
         elif time.monotonic() >= self.deadline:
             self.timed_out = True
-        return self.timed_out or self.cancelled
+        elif self._over_quota():
+            self.over_quota = True
+        return self.timed_out or self.cancelled or self.over_quota
 
     def wait_for(self) -> float:
         return max(0.0, min(self.deadline - time.monotonic(), CANCEL_POLL_SECONDS))

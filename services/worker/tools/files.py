@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from services.worker.sandbox import quota
 from services.worker.tools.beneath import explained
 from services.worker.tools.file_search import search_files
 from services.worker.tools.patterns import glob_matcher
@@ -105,6 +106,8 @@ def write_file(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     """Replace (or create) a whole file atomically, creating parent directories."""
     parts = relative_parts(args["path"])
     data = args["content"].encode("utf-8")
+    # The old file and its replacement are both on disk until the rename: the write needs all of its size.
+    quota.ensure_room(ctx.workspace, len(data), ctx.settings.terminal_workspace_quota_mb)
     with opened(ctx) as ws, explained(args["path"]):
         ws.replace_file(parts, data)
     return {"path": shown(parts), "bytes_written": len(data)}

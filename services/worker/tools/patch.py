@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.worker.sandbox import quota
 from services.worker.tools.beneath import Beneath, explained
 from services.worker.tools.registry import Tool, ToolContext, register
 from services.worker.tools.workspace import open_regular, opened, shown
@@ -76,8 +77,11 @@ def patch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any] | str:
                 return {"success": True, "path": name, "replacements": 0, "note": "The edit is already in the "
                         "file; nothing was changed."}
             raise InvalidInput(f"{name}: {failure.message}", code=f"patch_{failure.kind}") from None
+        data = ((_BOM if bom else "") + result.content).encode("utf-8")
+        # The old file and its replacement are both on disk until the rename: the write needs all of its size.
+        quota.ensure_room(ctx.workspace, len(data), ctx.settings.terminal_workspace_quota_mb)
         with explained(args["path"]):
-            ws.replace_file(parts, ((_BOM if bom else "") + result.content).encode("utf-8"))
+            ws.replace_file(parts, data)
     return {"success": True, "path": name, "replacements": result.count, "strategy": result.strategy,
             "diff": unified_diff(body, result.content, name)}
 

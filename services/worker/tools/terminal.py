@@ -121,8 +121,10 @@ def terminal(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         notes.append(f"timed out after {timeout:g} s: the command and all its processes were killed")
     if result.truncated:
         out["full_output"] = result.full_output_path
-        notes.append(f"output cut to its head and tail; the whole output is in {result.full_output_path} "
+        notes.append(f"output cut to its head and tail; more of it is in {result.full_output_path} "
                      "(page it with read_file)")
+    if result.over_quota:
+        notes.append(result.over_quota)
     if notes:
         out["note"] = "; ".join(notes)
     return out

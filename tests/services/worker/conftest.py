@@ -39,3 +39,12 @@ def data():
     path = closed_data_dir()
     yield path
     shutil.rmtree(path.parent, ignore_errors=True)
+
+
+@pytest.fixture
+def workspace():
+    """DATA_DIR/users/alice/workspace, in a DATA_DIR the sandbox uid can reach."""
+    path = searchable_data_dir() / "users" / "alice" / "workspace"
+    path.mkdir(parents=True)
+    yield path
+    shutil.rmtree(path.parents[3], ignore_errors=True)

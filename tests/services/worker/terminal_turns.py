@@ -13,6 +13,8 @@ import pytest
 
 from shared.stores import sessions
 from services.worker.agent.drain import drain_session
+from services.worker.sandbox import Limits, Sandbox
+from services.worker.tools.registry import ToolContext
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, wait_finished
 from tests.support.factories import make_session
@@ -65,3 +67,14 @@ def script_calls(model, *specs: tuple[str, dict], answer: str = "done") -> None:
 def sleepers(marker: str) -> list[psutil.Process]:
     """Processes whose command line carries `marker` (a unique sleep length)."""
     return [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and marker in p.info["cmdline"]]
+
+
+def limited(**limits) -> Sandbox:
+    """A bwrap sandbox with these Limits (TERMINAL_* values)."""
+    return Sandbox(limits=Limits(**limits))
+
+
+def alice_context(settings, workspace: Path, **overrides) -> ToolContext:
+    """A tool context for alice whose workspace is `workspace` (DATA_DIR/users/alice/workspace)."""
+    return ToolContext(user_id="alice", session_id="ses_limits", turn_id="turn_limits",
+                       settings=settings.model_copy(update={"data_dir": workspace.parents[2], **overrides}))
