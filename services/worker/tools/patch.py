@@ -63,6 +63,7 @@ def patch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any] | str:
     old = _string(args, "old_string", MAX_OLD_STRING_CHARS)
     new = _string(args, "new_string", MAX_NEW_STRING_CHARS)
     name = shown(parts)
+    root = ctx.workspace  # made (as the worker) before this thread acts as the sandbox's uid
     with opened(ctx) as ws:
         content = _read(ws, args["path"])
         bom = content.startswith(_BOM)
@@ -77,11 +78,12 @@ def patch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any] | str:
                 return {"success": True, "path": name, "replacements": 0, "note": "The edit is already in the "
                         "file; nothing was changed."}
             raise InvalidInput(f"{name}: {failure.message}", code=f"patch_{failure.kind}") from None
-        data = ((_BOM if bom else "") + result.content).encode("utf-8")
-        # The old file and its replacement are both on disk until the rename: the write needs all of its size.
-        quota.ensure_room(ctx.workspace, len(data), ctx.settings.terminal_workspace_quota_mb)
-        with explained(args["path"]):
-            ws.replace_file(parts, data)
+    data = ((_BOM if bom else "") + result.content).encode("utf-8")
+    # The old file and its replacement are both on disk until the rename: the write needs all of its size.
+    # Measured as the worker, which reads every folder the sandbox may have closed to itself.
+    quota.ensure_room(root, len(data), ctx.settings.terminal_workspace_quota_mb)
+    with opened(ctx) as ws, explained(args["path"]):
+        ws.replace_file(parts, data)
     return {"success": True, "path": name, "replacements": result.count, "strategy": result.strategy,
             "diff": unified_diff(body, result.content, name)}
 

@@ -43,8 +43,8 @@ def data():
 
 @pytest.fixture
 def workspace():
-    """DATA_DIR/users/alice/workspace, in a DATA_DIR the sandbox uid can reach."""
-    path = searchable_data_dir() / "users" / "alice" / "workspace"
+    """DATA_DIR/users/alice/workspace, in a DATA_DIR under a 0700 folder as on a root install."""
+    path = closed_data_dir() / "users" / "alice" / "workspace"
     path.mkdir(parents=True)
     yield path
     shutil.rmtree(path.parents[3], ignore_errors=True)
