@@ -46,6 +46,8 @@ class Settings(BaseSettings):
 
     terminal_sandbox: str = Field("bwrap", alias="TERMINAL_SANDBOX")
     terminal_network: bool = Field(True, alias="TERMINAL_NETWORK")
+    terminal_network_allow: str = Field("", alias="TERMINAL_NETWORK_ALLOW")
+    terminal_network_max_connections: int = Field(32, ge=1, alias="TERMINAL_NETWORK_MAX_CONNECTIONS")
     terminal_env_passthrough: str = Field("", alias="TERMINAL_ENV_PASSTHROUGH")
     terminal_cpu_seconds: int = Field(300, ge=1, alias="TERMINAL_CPU_SECONDS")
     terminal_memory_mb: int = Field(4096, ge=16, alias="TERMINAL_MEMORY_MB")
@@ -149,6 +151,14 @@ class Settings(BaseSettings):
         value = value.strip().lower()
         if value not in {"bwrap", "none"}:
             raise ValueError("TERMINAL_SANDBOX must be bwrap or none")
+        return value
+
+    @field_validator("terminal_network_allow")
+    @classmethod
+    def _known_hosts(cls, value: str) -> str:
+        from shared.security.addresses import Allowlist
+
+        Allowlist.parse(value)  # a bad entry refuses to start, naming it
         return value
 
     @field_validator("curator_archive_after_days")
