@@ -22,6 +22,7 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path("./data"), alias="DATA_DIR")
     database_url: str | None = Field(None, alias="DATABASE_URL")
     redis_url: str | None = Field(None, alias="REDIS_URL")
+    redis_password: SecretStr | None = Field(None, alias="REDIS_PASSWORD")
     api_host: str = Field("127.0.0.1", alias="API_HOST")
     api_port: int = Field(8642, alias="API_PORT")
     admin_api_key: SecretStr | None = Field(None, alias="ADMIN_API_KEY")
@@ -200,7 +201,7 @@ class Settings(BaseSettings):
         """Values the log redactor must never print."""
         out = []
         for value in (self.admin_api_key, self.llm_api_key, self.metrics_token, self.gateway_api_key,
-                      self.telegram_bot_token, self.console_secret):
+                      self.telegram_bot_token, self.console_secret, self.redis_password):
             if value is not None and len(value.get_secret_value()) >= 6:
                 out.append(value.get_secret_value())
         return out
