@@ -25,12 +25,16 @@ class Reach:
 
     def addresses(self, host: str, port: int, resolver: Resolver = system_resolver) -> list[Address]:
         """The addresses to connect to for host:port, or AddressRefused saying why not."""
+        name = host.lower().rstrip(".")
+        if name in self.stack_hosts and not self.allow.allows_host(name):
+            raise AddressRefused(f"{host} is one of the stack's own services")
         found = resolve(host, port, self.allow, stack_hosts=self.stack_hosts, resolver=resolver)
         for address in found:
             service = self.stack_service(address, port, resolver)
             if service is not None:
-                raise AddressRefused(f"{host}:{port} is the stack's own service at {service}:{port}; "
-                                     f"the operator may allow it by naming {service}")
+                literal = as_address(service) is not None or service in WILDCARDS
+                how = "it stays refused" if literal else f"name {service} to allow it"
+                raise AddressRefused(f"{host}:{port} is the stack's own service at {service}:{port}; {how}")
         return found
 
     def stack_service(self, address: Address, port: int, resolver: Resolver) -> str | None:
