@@ -35,7 +35,7 @@ def acl_rules(password: str) -> list[str]:
 
 
 def server_uid(data_dir: Path, sandbox_uid: int) -> int | None:
-    """The uid redis-server runs as when we are root: DATA_DIR's owner unless root or the sandbox's, else a fixed one."""
+    """The uid redis-server runs as when we are root: DATA_DIR's owner unless root or the sandbox's, else fixed."""
     if os.geteuid() != 0:
         return None
     owner = os.stat(data_dir).st_uid
@@ -45,7 +45,7 @@ def server_uid(data_dir: Path, sandbox_uid: int) -> int | None:
 
 
 def hand_to(folder: Path, uid: int) -> None:
-    """Make `folder` and what it holds (the append-only file of an earlier root run) the server's, never following a link."""
+    """Give `folder` and its files (an earlier root run's append-only file) to the server, following no link."""
     os.chown(folder, uid, uid, follow_symlinks=False)
     os.chmod(folder, 0o700)
     for _root, dirs, files, dir_fd in os.fwalk(folder, follow_symlinks=False):
@@ -128,7 +128,7 @@ class EmbeddedRedis:
         return self.url
 
     def stop(self) -> None:
-        """SIGTERM (redis-server flushes the append-only file and exits; SHUTDOWN is denied to clients), then SIGKILL."""
+        """SIGTERM (redis-server flushes its append-only file; clients may not SHUTDOWN), then SIGKILL."""
         if self.child.alive():
             self.child.stopping = True
             self.child.signal(signal.SIGTERM)

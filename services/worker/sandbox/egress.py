@@ -11,9 +11,11 @@ worker process.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import os
 import secrets
+import shutil
 import socket
 import tempfile
 import threading
@@ -93,6 +95,7 @@ class EgressProxy:
         self.timeouts = timeouts
         self.root = tempfile.mkdtemp(prefix="hstack-egress-")
         os.chmod(self.root, 0o711)  # the sandbox uid passes through to its own folder, and lists nothing
+        atexit.register(shutil.rmtree, self.root, ignore_errors=True)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="sandbox-egress", daemon=True)
         self.thread.start()

@@ -175,8 +175,9 @@ def bwrap_argv(sandbox: Sandbox, handed: Handed, workspace_fd: int, command: str
         options += ["--bind", door, egress.INSIDE_SOCKET,
                     "--ro-bind-data", str(handed.data(FORWARDER.read_bytes())), INSIDE_FORWARDER]
         prologue += (f"python3 -I -S {INSIDE_FORWARDER} {egress.INSIDE_PORT} {egress.INSIDE_SOCKET} || "
-                     "{ echo 'the sandbox network could not start: python3 is missing in the sandbox; "
-                     "install it or set TERMINAL_NETWORK=false' >&2; exit 126; }; ")
+                     "{ echo 'the sandbox network could not start: its forwarder needs python3 in the sandbox "
+                     "(and memory to start it); set TERMINAL_NETWORK=false to run without a network' >&2; "
+                     "exit 126; }; ")
     options += ["--remount-ro", "/", "--chdir", in_mount(workdir)]
     args_fd = handed.data(b"".join(o.encode() + b"\0" for o in options))
     return [bwrap_path(), "--args", str(args_fd), "--", "/bin/bash", "-c", prologue + 'exec /bin/bash -c "$1"',

@@ -134,6 +134,15 @@ def test_allowing_loopback_still_refuses_the_stacks_own_ports(settings, workspac
     assert lines == ["HTTP/1.1 403 Forbidden"] * 2
 
 
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+def test_the_sandboxs_own_loopback_is_up(settings, workspace, network):
+    """A server the command starts is reachable from the same command (NO_PROXY sends such requests direct)."""
+    command = ("python3 -c \"import socket; s = socket.create_server(('127.0.0.1', 0)); "
+               "c = socket.create_connection(s.getsockname(), timeout=3); print('LOOPBACK', s.accept()[1][0])\"")
+    result = run(command, workspace=workspace, timeout=60, sandbox=sandbox_for(settings, workspace, network=network))
+    assert result.output.strip() == "LOOPBACK 127.0.0.1", result.output
+
+
 def test_network_off_has_no_proxy_and_no_way_out(settings, workspace):
     result = run("env | grep -ci proxy; ls /run/hstack 2>&1 | head -1", workspace=workspace, timeout=60,
                  sandbox=sandbox_for(settings, workspace, network=False))
