@@ -76,14 +76,18 @@ def test_connect_to_the_hosts_loopback_is_refused_with_its_reason(proxy, echo_po
     assert b"refused: " in reply and b"the operator may allow it" in reply
 
 
-def test_absolute_form_get_to_loopback_is_refused(proxy, echo_port):
-    door = proxy.open_door(Reach(), uid=None, label="test", max_connections=4)
+def test_absolute_form_get_to_loopback_is_refused_and_logged_without_the_url(proxy, echo_port, caplog):
+    door = proxy.open_door(Reach(), uid=None, label="user alice", max_connections=4)
+    url = f"http://127.0.0.1:{echo_port}/reset?token=s3cr3t-in-the-query"
     try:
-        reply, client = ask(door, f"GET http://127.0.0.1:{echo_port}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-        client.close()
+        with caplog.at_level("WARNING", logger="services.worker.sandbox.egress"):
+            reply, client = ask(door, f"GET {url} HTTP/1.1\r\nHost: x\r\nCookie: s3cr3t-cookie\r\n\r\n".encode())
+            client.close()
     finally:
         door.close()
     assert reply.startswith(b"HTTP/1.1 403 Forbidden") and b"a loopback address" in reply
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "user alice" in logged and "127.0.0.1" in logged and "s3cr3t" not in logged
 
 
 def test_a_huge_head_is_refused_without_being_kept(proxy, echo_port):
