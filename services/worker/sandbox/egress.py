@@ -141,6 +141,9 @@ class EgressProxy:
             upstream = await self.connect(door, target)
         except Refusal as refusal:
             await answer(writer, refusal, reader)
+        except Exception:
+            log.exception("sandbox egress failed for %s", door.label)
+            await answer(writer, Refusal(502, "the proxy could not serve this request"), reader)
         else:
             await self.relay(target, reader, writer, *upstream)
         finally:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 # Headers meant for the proxy, or for this one connection only: never passed on.
 HOP_HEADERS = {b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"}
+HOST = re.compile(r"[A-Za-z0-9._:-]{1,253}")  # a name or an address literal; nothing a resolver chokes on
 
 
 class BadHead(ValueError):
@@ -34,7 +36,7 @@ def parse(head: bytes) -> Target:
         raise BadHead(f"unsupported protocol {version!r}")
     if method == "CONNECT":
         host, port = split_authority(target)
-        return Target(host, port, tunnel=True)
+        return Target(checked(host), port, tunnel=True)
     parts = urlsplit(target)
     if parts.scheme != "http" or not parts.hostname:
         raise BadHead("only CONNECT and absolute http:// URLs are proxied (https goes through CONNECT)")
@@ -46,7 +48,13 @@ def parse(head: bytes) -> Target:
     request_line = f"{method} {path} {version}".encode("ascii")
     kept = [line for line in lines[1:] if line and line.split(b":", 1)[0].strip().lower() not in HOP_HEADERS]
     first = b"\r\n".join([request_line, *kept, b"Connection: close", b"", b""])
-    return Target(parts.hostname, port, tunnel=False, first_bytes=first)
+    return Target(checked(parts.hostname), port, tunnel=False, first_bytes=first)
+
+
+def checked(host: str) -> str:
+    if not HOST.fullmatch(host):
+        raise BadHead(f"not a host name or address: {host[:80]!r}")
+    return host
 
 
 def split_authority(authority: str) -> tuple[str, int]:

@@ -119,7 +119,9 @@ def test_a_silent_client_is_dropped_after_the_head_timeout(proxy):
 
 
 @pytest.mark.parametrize("request_line", [b"CONNECT 127.0.0.1 HTTP/1.1", b"GET / HTTP/1.1",
-                                          b"GET https://example.test/ HTTP/1.1", b"CONNECT ::1:80 HTTP/1.1"])
+                                          b"GET https://example.test/ HTTP/1.1", b"CONNECT ::1:80 HTTP/1.1",
+                                          b"CONNECT a\x00b:80 HTTP/1.1", b"GET http://a%00b/ HTTP/1.1",
+                                          b"CONNECT " + b"a" * 300 + b":80 HTTP/1.1"])
 def test_requests_it_does_not_serve_answer_400(proxy, request_line):
     door = proxy.open_door(Reach(), uid=None, label="test", max_connections=4)
     try:
