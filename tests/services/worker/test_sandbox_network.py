@@ -106,6 +106,20 @@ def test_no_direct_connection_reaches_the_host_in_either_mode(settings, workspac
     assert len(lines) == len(targets) and all(line.endswith("REFUSED") for line in lines), result.output
 
 
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+def test_the_hosts_abstract_unix_sockets_are_out_of_reach(settings, workspace, network):
+    """Abstract Unix sockets belong to the network namespace: with the host's, a sandbox reached every one
+    the host's services listen on (no file, no permission check)."""
+    name = f"hstack-test-{os.getpid()}-{network}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as outside:
+        outside.bind("\0" + name)
+        outside.listen(1)
+        probe = (f"python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                 f"print('REFUSED' if s.connect_ex('\\0{name}') else 'CONNECTED')\"")
+        result = run(probe, workspace=workspace, timeout=60, sandbox=sandbox_for(settings, workspace, network=network))
+    assert result.output.strip() == "REFUSED", result.output
+
+
 def test_the_proxy_refuses_loopback_by_default_and_serves_it_when_allowed(settings, workspace, server):
     """Reproduction: there was no proxy, so `HTTP_PROXY` pointed nowhere and the only way out was the host's
     whole network. Now a request through 127.0.0.1:3128 to a loopback server is refused with its reason, and
