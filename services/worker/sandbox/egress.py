@@ -21,20 +21,19 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
+from shared.daemon_threads import DaemonThreads
 from shared.security.addresses import AddressRefused
 
 from .proxy_head import BadHead, Target, parse
 from .reach import Reach
+from .relay import CHUNK, Quiet, Refusal, answer, pump
 
 log = logging.getLogger(__name__)
 
 INSIDE_SOCKET = "/run/hstack/egress.sock"
 INSIDE_PORT = 3128
 HEAD_LIMIT = 16 * 1024
-CHUNK = 64 * 1024
 DONE_POLL_SECONDS = 1.0
-LINGER_SECONDS = 1.0  # how long a refused client may go on sending before the proxy closes on it
-LINGER_CHUNKS = 4
 
 
 @dataclass(frozen=True)
@@ -45,18 +44,6 @@ class Timeouts:
     resolve: float = 10.0
     connect: float = 10.0
     idle: float = 300.0
-
-
-class Refusal(Exception):
-    """A request the proxy answers itself, with this status and reason."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status, self.reason = status, reason
-
-
-REASONS = {400: "Bad Request", 403: "Forbidden", 408: "Request Timeout", 431: "Request Header Fields Too Large",
-           502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
 
 
 @dataclass
@@ -96,6 +83,9 @@ class EgressProxy:
         self.root = tempfile.mkdtemp(prefix="hstack-egress-")
         os.chmod(self.root, 0o711)  # the sandbox uid passes through to its own folder, and lists nothing
         atexit.register(shutil.rmtree, self.root, ignore_errors=True)
+        # Names resolve on daemon threads of their own: one sandbox's slow names never queue another's
+        # behind them (a shared executor has a few threads), and a hung lookup never holds up the exit.
+        self.resolvers = DaemonThreads("sandbox-egress-resolve")
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="sandbox-egress", daemon=True)
         self.thread.start()
@@ -167,8 +157,7 @@ class EgressProxy:
         """Judge the target's addresses and connect to one of them (never to the name again)."""
         where = f"{target.host}:{target.port}"
         try:
-            addresses = await asyncio.wait_for(
-                self.loop.run_in_executor(None, door.reach.addresses, target.host, target.port), self.timeouts.resolve)
+            addresses = await asyncio.wait_for(self.resolve(door.reach, target), self.timeouts.resolve)
         except AddressRefused as exc:
             log.warning("sandbox egress refused for %s: %s", door.label, exc.message)
             raise Refusal(403, f"refused: {exc.message}") from None
@@ -183,6 +172,24 @@ class EgressProxy:
                 last = str(exc) or "timed out"
         raise Refusal(502, f"could not connect to {where}: {last}")
 
+    def resolve(self, reach: Reach, target: Target) -> asyncio.Future:
+        """reach.addresses(host, port) on a resolver thread, as a future of this loop."""
+        future = self.loop.create_future()
+
+        def settle(result, error) -> None:
+            if not future.done():  # a timeout may have given up on it already
+                future.set_exception(error) if error is not None else future.set_result(result)
+
+        def job() -> None:
+            try:
+                result, error = reach.addresses(target.host, target.port), None
+            except Exception as exc:
+                result, error = None, exc
+            self.loop.call_soon_threadsafe(settle, result, error)
+
+        self.resolvers.run(job)
+        return future
+
     async def relay(self, target: Target, reader, writer, up_reader, up_writer) -> None:
         """Carry bytes both ways until both sides close, or neither side spoke for the idle timeout."""
         if target.tunnel:
@@ -193,70 +200,6 @@ class EgressProxy:
         await asyncio.gather(pump(reader, up_writer, quiet), pump(up_reader, writer, quiet))
         for w in (writer, up_writer):
             w.close()
-
-
-class Quiet:
-    """When either direction of a relay last carried a byte."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, idle: float) -> None:
-        self.loop, self.idle, self.last = loop, idle, loop.time()
-
-    def touch(self) -> None:
-        self.last = self.loop.time()
-
-    def too_long(self) -> bool:
-        return self.loop.time() - self.last >= self.idle
-
-
-async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, quiet: Quiet) -> None:
-    """Copy one direction, at most a chunk in flight (drain waits for the other side to take it)."""
-    try:
-        while True:
-            try:
-                data = await asyncio.wait_for(reader.read(CHUNK), quiet.idle)
-            except asyncio.TimeoutError:
-                if quiet.too_long():
-                    break
-                continue
-            if not data:
-                break
-            quiet.touch()
-            writer.write(data)
-            await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-    except (OSError, RuntimeError):
-        pass
-    finally:
-        if quiet.too_long():
-            writer.close()
-
-
-async def answer(writer: asyncio.StreamWriter, refusal: Refusal, reader: asyncio.StreamReader | None = None) -> None:
-    """The proxy's own answer: a status line and the reason as plain text, then close.
-
-    With the reader, what the client still sends is read and dropped for a moment first: closing on unread
-    bytes resets the connection, and the client would lose the answer."""
-    body = (refusal.reason + "\n").encode()
-    head = (f"HTTP/1.1 {refusal.status} {REASONS.get(refusal.status, 'Error')}\r\n"
-            f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
-            "Connection: close\r\n\r\n").encode()
-    try:
-        writer.write(head + body)
-        await writer.drain()
-        if reader is not None and writer.can_write_eof():
-            writer.write_eof()
-            await asyncio.wait_for(_discard(reader), LINGER_SECONDS)
-    except (OSError, RuntimeError, asyncio.TimeoutError):
-        pass
-    finally:
-        writer.close()
-
-
-async def _discard(reader: asyncio.StreamReader) -> None:
-    for _ in range(LINGER_CHUNKS):
-        if not await reader.read(CHUNK):
-            return
 
 
 _proxy: EgressProxy | None = None
