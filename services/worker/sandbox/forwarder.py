@@ -69,6 +69,8 @@ def step(sock, events, sel, pipes):
         if events & selectors.EVENT_WRITE and writes.pending:
             sent = sock.send(writes.pending)
             writes.pending = writes.pending[sent:]
+    except BlockingIOError:
+        pass  # not ready after all: the selector says when it is
     except OSError:
         close(reads, sel, pipes)
         return
