@@ -34,6 +34,7 @@ INSIDE_SOCKET = "/run/hstack/egress.sock"
 INSIDE_PORT = 3128
 HEAD_LIMIT = 16 * 1024
 DONE_POLL_SECONDS = 1.0
+LOGGED_REFUSALS = 20  # per command: a loop of refused requests must not flood the worker's log
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,15 @@ class Door:
     max_connections: int
     server: asyncio.AbstractServer | None = None
     open_connections: int = 0
+    refusals: int = 0
     proxy: EgressProxy | None = field(default=None, repr=False)
+
+    def log_refusal(self, reason: str) -> None:
+        self.refusals += 1
+        if self.refusals <= LOGGED_REFUSALS:
+            log.warning("sandbox egress refused for %s: %s", self.label, reason)
+        elif self.refusals == LOGGED_REFUSALS + 1:
+            log.warning("sandbox egress: further refusals for %s are not logged", self.label)
 
     def close(self) -> None:
         """Stop accepting; the socket file goes. Tunnels already open end with the sandbox that holds them."""
@@ -159,7 +168,7 @@ class EgressProxy:
         try:
             addresses = await asyncio.wait_for(self.resolve(door.reach, target), self.timeouts.resolve)
         except AddressRefused as exc:
-            log.warning("sandbox egress refused for %s: %s", door.label, exc.message)
+            door.log_refusal(exc.message)
             raise Refusal(403, f"refused: {exc.message}") from None
         except asyncio.TimeoutError:
             raise Refusal(504, f"{target.host} did not resolve within {self.timeouts.resolve:g} s") from None

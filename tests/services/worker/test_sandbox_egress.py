@@ -90,6 +90,18 @@ def test_absolute_form_get_to_loopback_is_refused_and_logged_without_the_url(pro
     assert "user alice" in logged and "127.0.0.1" in logged and "s3cr3t" not in logged
 
 
+def test_a_loop_of_refused_requests_logs_a_bounded_number_of_lines(proxy, caplog):
+    door = proxy.open_door(Reach(), uid=None, label="user mallory", max_connections=4)
+    try:
+        with caplog.at_level("WARNING", logger="services.worker.sandbox.egress"):
+            for _ in range(30):
+                ask(door, b"CONNECT 127.0.0.1:9 HTTP/1.1\r\n\r\n")[1].close()
+    finally:
+        door.close()
+    lines = [r.getMessage() for r in caplog.records if "mallory" in r.getMessage()]
+    assert len(lines) == 21 and "not logged" in lines[-1]
+
+
 def test_a_huge_head_is_refused_without_being_kept(proxy, echo_port):
     door = proxy.open_door(Reach(Allowlist.parse("127.0.0.1")), uid=None, label="test", max_connections=4)
     try:
