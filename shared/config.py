@@ -22,6 +22,7 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path("./data"), alias="DATA_DIR")
     database_url: str | None = Field(None, alias="DATABASE_URL")
     redis_url: str | None = Field(None, alias="REDIS_URL")
+    redis_password: SecretStr | None = Field(None, alias="REDIS_PASSWORD")
     api_host: str = Field("127.0.0.1", alias="API_HOST")
     api_port: int = Field(8642, alias="API_PORT")
     admin_api_key: SecretStr | None = Field(None, alias="ADMIN_API_KEY")
@@ -46,6 +47,8 @@ class Settings(BaseSettings):
 
     terminal_sandbox: str = Field("bwrap", alias="TERMINAL_SANDBOX")
     terminal_network: bool = Field(True, alias="TERMINAL_NETWORK")
+    terminal_network_allow: str = Field("", alias="TERMINAL_NETWORK_ALLOW")
+    terminal_network_max_connections: int = Field(32, ge=1, alias="TERMINAL_NETWORK_MAX_CONNECTIONS")
     terminal_env_passthrough: str = Field("", alias="TERMINAL_ENV_PASSTHROUGH")
     terminal_cpu_seconds: int = Field(300, ge=1, alias="TERMINAL_CPU_SECONDS")
     terminal_memory_mb: int = Field(4096, ge=16, alias="TERMINAL_MEMORY_MB")
@@ -169,6 +172,14 @@ class Settings(BaseSettings):
             raise ValueError("TERMINAL_SANDBOX must be bwrap or none")
         return value
 
+    @field_validator("terminal_network_allow")
+    @classmethod
+    def _known_hosts(cls, value: str) -> str:
+        from shared.security.addresses import Allowlist
+
+        Allowlist.parse(value)  # a bad entry refuses to start, naming it
+        return value
+
     @field_validator("curator_archive_after_days")
     @classmethod
     def _archive_after_stale(cls, value: float, info) -> float:
@@ -208,7 +219,7 @@ class Settings(BaseSettings):
         """Values the log redactor must never print."""
         out = []
         for value in (self.admin_api_key, self.llm_api_key, self.metrics_token, self.gateway_api_key,
-                      self.telegram_bot_token, self.console_secret):
+                      self.telegram_bot_token, self.console_secret, self.redis_password):
             if value is not None and len(value.get_secret_value()) >= 6:
                 out.append(value.get_secret_value())
         return out

@@ -107,10 +107,15 @@ class Child:
     """One service process; a terminal's Ctrl-C reaches the supervisor only, which stops children in order."""
 
     def __init__(self, name: str, argv: list[str], env: dict[str, str], console: Console,
-                 log: RotatingLog | None = None) -> None:
+                 log: RotatingLog | None = None, *, cwd: Path | None = None, uid: int | None = None,
+                 pass_fds: tuple[int, ...] = (), executable: str | None = None) -> None:
         self.name = name
         self.argv = argv
         self.env = env
+        self.cwd = cwd
+        self.uid = uid  # set: the child runs as this uid (and gid), with no supplementary groups
+        self.pass_fds = pass_fds
+        self.executable = executable  # what runs, when argv[0] only names it
         self.console = console
         self.log = log
         self.echo_error = ErrorEcho(name, console)
@@ -122,9 +127,11 @@ class Child:
     def start(self) -> "Child":
         """Start (or start again) the process in a new session, its output pumped to the log."""
         self.stopping = False
+        ids = {"user": self.uid, "group": self.uid, "extra_groups": []} if self.uid is not None else {}
         self.popen = subprocess.Popen(
             self.argv, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_stop_with_supervisor,
+            start_new_session=True, preexec_fn=_stop_with_supervisor, cwd=self.cwd,
+            pass_fds=self.pass_fds, executable=self.executable, **ids,
         )
         self.started_at = time.monotonic()
         self._pump = threading.Thread(target=self._copy_output, args=(self.popen,), name=f"pump-{self.name}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import threading
@@ -62,6 +63,18 @@ def ensure_gateway_key(console: Console) -> None:
     path = dotenv_path()
     append_env_line(path, "GATEWAY_API_KEY", new_api_key())
     console.say(f"Generated the gateway's own key and saved it as GATEWAY_API_KEY in {path} (mode 0600).")
+
+
+def ensure_redis_password(console: Console) -> str:
+    """REDIS_PASSWORD, generated into `.env` when neither the environment nor `.env` has one."""
+    password = load_settings().redis_password
+    if password is not None and password.get_secret_value().strip():
+        return password.get_secret_value()
+    path = dotenv_path()
+    value = secrets.token_urlsafe(32)
+    append_env_line(path, "REDIS_PASSWORD", value)
+    console.say(f"Generated the embedded Redis's password and saved it as REDIS_PASSWORD in {path} (mode 0600).")
+    return value
 
 
 def check_sandbox(settings: Settings, console: Console) -> bool:
@@ -227,12 +240,14 @@ class Supervisor:
                 return settings.redis_url
             self.console.say(f"REDIS_URL ({make_url_safe(settings.redis_url)}) does not answer: "
                              "starting the embedded Redis instead")
-        self.redis = EmbeddedRedis(data_dir, dict(os.environ), self.console, self.log_for("redis"))
+        self.redis = EmbeddedRedis(data_dir, dict(os.environ), self.console, self.log_for("redis"),
+                                   password=ensure_redis_password(self.console),
+                                   sandbox_uid=settings.terminal_sandbox_uid)
         try:
             url = self.redis.start()
         except RuntimeError as exc:
             raise StartupError(str(exc)) from exc
-        self.mark_ready(self.supervise(self.redis.child, redis_probe(url), f"embedded, {url}"), "ready")
+        self.mark_ready(self.supervise(self.redis.child, redis_probe(url), f"embedded, {make_url_safe(url)}"), "ready")
         return url
 
     def start_demo_model(self, env: dict[str, str]) -> dict[str, str]:

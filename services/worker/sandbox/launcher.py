@@ -18,9 +18,10 @@ from pathlib import Path
 
 from shared.errors import Unavailable
 
-from . import quota
+from . import egress, quota
 from .cgroup import Group
 from .limits import Limits, clean_env
+from .reach import Reach
 from .stage import STAGE, hand_over, reachable, stage_ready, staged
 
 MOUNT_POINT = "/workspace"
@@ -30,6 +31,10 @@ ETC_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "
 ETC_SECRET_DIRS = ("/etc/ssl/private", "/etc/sudoers.d")
 REPO_ROOT = Path(__file__).resolve().parents[3]
 INSTALL_BWRAP = "apt-get install bubblewrap (the Docker image installs it)"
+FORWARDER = Path(__file__).with_name("forwarder.py")
+INSIDE_FORWARDER = "/run/hstack/forwarder.py"
+PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+               "NO_PROXY", "no_proxy")
 
 
 class SandboxUnavailable(Unavailable):
@@ -48,6 +53,8 @@ class Sandbox:
     network: bool = True
     sandbox_uid: int = 65534
     hidden: tuple[str, ...] = ()
+    reach: Reach = field(default_factory=Reach)
+    max_connections: int = 32
 
     @classmethod
     def from_settings(cls, settings) -> Sandbox:
@@ -60,6 +67,8 @@ class Sandbox:
             network=settings.terminal_network,
             sandbox_uid=settings.terminal_sandbox_uid,
             hidden=(str(Path(settings.data_dir).resolve()),),
+            reach=Reach.from_settings(settings),
+            max_connections=settings.terminal_network_max_connections,
         )
 
 
@@ -109,23 +118,70 @@ def _masks(hidden: tuple[str, ...]) -> list[str]:
     return args
 
 
-def bwrap_argv(sandbox: Sandbox, workspace_fd: int, command: str, workdir: str = "") -> list[str]:
-    """The full bwrap command line running `bash -c command` in the user's workspace (`workdir` inside it)."""
+class Handed:
+    """Descriptors handed to bwrap (the workspace, data it copies in, its own options); closed once it started."""
+
+    def __init__(self) -> None:
+        self.fds: list[int] = []
+
+    def add(self, fd: int) -> int:
+        self.fds.append(fd)
+        return fd
+
+    def data(self, content: bytes) -> int:
+        """A descriptor bwrap reads `content` from."""
+        fd = self.add(os.memfd_create("bwrap-data", os.MFD_CLOEXEC))
+        os.write(fd, content)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds.clear()
+
+
+def bwrap_argv(sandbox: Sandbox, handed: Handed, workspace_fd: int, command: str, workdir: str = "",
+               door: str | None = None) -> list[str]:
+    """bwrap running `bash -c command` in the user's workspace (`workdir` inside it), its options read from a
+    descriptor so no host path shows in the sandbox's /proc/1/cmdline. With a door (egress.py's socket) the
+    forwarder starts first and is the command's only way out; without one, only the sandbox's own loopback."""
     tmp_bytes = sandbox.limits.tmp_mb * 1024 * 1024
-    argv = [bwrap_path(), "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
-    if not sandbox.network:
-        argv.append("--unshare-net")
-    argv += _system_binds()
+    options = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+               "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    options += _system_binds()
+    # The kernel's command line names the host's boot disk and options: the sandbox reads it empty.
+    options += ["--proc", "/proc", "--ro-bind-data", str(handed.data(b"")), "/proc/cmdline"]
     # /tmp and /dev/shm are RAM: each is bounded by TERMINAL_TMP_MB and charged to the user's cgroup;
     # /dev itself (an unbounded tmpfs) is read-only, its device nodes still usable.
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
-    argv += ["--size", str(tmp_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
-    argv += _masks(sandbox.hidden)
-    argv += ["--bind-fd", str(workspace_fd), MOUNT_POINT, "--remount-ro", "/", "--chdir", in_mount(workdir)]
+    options += ["--dev", "/dev", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    options += ["--size", str(tmp_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    options += _masks(sandbox.hidden)
+    options += ["--bind-fd", str(workspace_fd), MOUNT_POINT]
     # The process limit is set inside the new user namespace, so it counts this sandbox only.
-    prologue = f'ulimit -u {sandbox.limits.max_processes} || exit 126; exec /bin/bash -c "$1"'
-    return argv + ["--", "/bin/bash", "-c", prologue, "sandbox", command]
+    prologue = f"ulimit -u {sandbox.limits.max_processes} || exit 126; "
+    if door is not None:
+        options += ["--bind", door, egress.INSIDE_SOCKET,
+                    "--ro-bind-data", str(handed.data(FORWARDER.read_bytes())), INSIDE_FORWARDER]
+        prologue += (f"python3 -I -S {INSIDE_FORWARDER} {egress.INSIDE_PORT} {egress.INSIDE_SOCKET} || "
+                     "{ echo 'the sandbox network could not start: its forwarder needs python3 in the sandbox "
+                     "(and memory to start it); set TERMINAL_NETWORK=false to run without a network' >&2; "
+                     "exit 126; }; ")
+    options += ["--remount-ro", "/", "--chdir", in_mount(workdir)]
+    args_fd = handed.data(b"".join(o.encode() + b"\0" for o in options))
+    return [bwrap_path(), "--args", str(args_fd), "--", "/bin/bash", "-c", prologue + 'exec /bin/bash -c "$1"',
+            "sandbox", command]
+
+
+def sandbox_env(sandbox: Sandbox, proxied: bool) -> dict[str, str]:
+    """The command's environment: the clean one, plus the proxy variables when it has a way out."""
+    env = {k: v for k, v in clean_env(MOUNT_POINT, sandbox.env_passthrough).items() if k not in PROXY_NAMES}
+    if proxied:
+        url = f"http://127.0.0.1:{egress.INSIDE_PORT}"
+        env.update({name: url for name in PROXY_NAMES[:6]})
+        # The sandbox's own loopback (a server the command started) is reached directly.
+        env.update(NO_PROXY="localhost,127.0.0.1,::1", no_proxy="localhost,127.0.0.1,::1")
+    return env
 
 
 def in_mount(workdir: str) -> str:
@@ -136,15 +192,16 @@ def in_mount(workdir: str) -> str:
 @functools.lru_cache(maxsize=8)
 def _probe(sandbox: Sandbox, uid: int | None) -> str | None:
     """None when bwrap starts with these options; else what it said."""
-    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    handed = Handed()
     try:
-        argv = bwrap_argv(sandbox, fd, "true")
-        proc = subprocess.run(argv, env=clean_env(MOUNT_POINT), pass_fds=(fd,), capture_output=True,
+        fd = handed.add(os.open("/", os.O_RDONLY | os.O_DIRECTORY))
+        argv = bwrap_argv(sandbox, handed, fd, "true")
+        proc = subprocess.run(argv, env=clean_env(MOUNT_POINT), pass_fds=handed.fds, capture_output=True,
                               timeout=30, user=uid, group=uid, extra_groups=[] if uid is not None else None)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     finally:
-        os.close(fd)
+        handed.close()
     return None if proc.returncode == 0 else (proc.stderr or proc.stdout).decode(errors="replace").strip()[:300]
 
 
@@ -179,27 +236,45 @@ def launch(command: str, *, workspace: Path, sandbox: Sandbox, stdout, stderr=su
         preexec = sandbox.limits.preexec(nproc=uid is not None, uid=uid, room=room, group=group)
         return subprocess.Popen(["/bin/bash", "-c", command], cwd=workspace / workdir, env=env, preexec_fn=preexec, **common)
     check(sandbox)
-    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    door = _open_door(sandbox, uid, label=f"user {workspace.parent.name}")
+    handed = Handed()
     try:
-        argv = bwrap_argv(sandbox, fd, command, workdir)
-        env = clean_env(MOUNT_POINT, sandbox.env_passthrough)
+        fd = handed.add(os.open(workspace, os.O_RDONLY | os.O_DIRECTORY))
+        argv = bwrap_argv(sandbox, handed, fd, command, workdir, door.path if door else None)
+        env = sandbox_env(sandbox, door is not None)
         if uid is None or reachable(workspace, uid):
-            return subprocess.Popen(argv, env=env, pass_fds=(fd,), **common,
+            proc = subprocess.Popen(argv, env=env, pass_fds=handed.fds, **common,
                                     preexec_fn=sandbox.limits.preexec(nproc=False, uid=uid, room=room, group=group))
-        # The staged start drops to the uid itself, after its mount: the limits' part runs as root before it.
-        preexec = sandbox.limits.preexec(nproc=False, room=room, group=group)
-        return _launch_staged(argv, workspace, fd, uid, preexec, env, common)
+        else:
+            # The staged start drops to the uid itself, after its mount: the limits' part runs as root before it.
+            preexec = sandbox.limits.preexec(nproc=False, room=room, group=group)
+            proc = _launch_staged(argv, workspace, fd, uid, preexec, env, common, handed.fds)
+    except BaseException:
+        if door is not None:
+            door.close()
+        raise
     finally:
-        os.close(fd)
+        handed.close()
+    if door is not None:
+        door.close_when_done(proc)
+    return proc
 
 
 def _launch_staged(argv: list[str], workspace: Path, fd: int, uid: int, preexec, env: dict,
-                   common: dict) -> subprocess.Popen:
+                   common: dict, fds: list[int]) -> subprocess.Popen:
     """bwrap started through a mount namespace of its own (stage.py): the workspace's folders are closed to `uid`."""
     if not stage_ready(uid):
         raise _unreachable(uid)
     try:
-        return subprocess.Popen(argv, env=env, pass_fds=(fd,), preexec_fn=staged(workspace, fd, uid, preexec),
+        return subprocess.Popen(argv, env=env, pass_fds=fds, preexec_fn=staged(workspace, fd, uid, preexec),
                                 **common)
     except subprocess.SubprocessError:  # the namespace or the mount was refused
         raise _unreachable(uid) from None
+
+
+def _open_door(sandbox: Sandbox, uid: int | None, label: str) -> egress.Door | None:
+    """The command's own egress socket when TERMINAL_NETWORK is on; None leaves it loopback only."""
+    if not sandbox.network:
+        return None
+    return egress.egress_proxy().open_door(sandbox.reach, uid=uid, label=label,
+                                           max_connections=sandbox.max_connections)
