@@ -142,7 +142,7 @@ class Handed:
 
 
 def bwrap_argv(sandbox: Sandbox, handed: Handed, workspace_fd: int, command: str, workdir: str = "",
-               door: str | None = None) -> list[str]:
+               door: str | None = None, room: int | None = None) -> list[str]:
     """bwrap running `bash -c command` in the user's workspace (`workdir` inside it), its options read from a
     descriptor so no host path shows in the sandbox's /proc/1/cmdline. With a door (egress.py's socket) the
     forwarder starts first and is the command's only way out; without one, only the sandbox's own loopback."""
@@ -160,6 +160,10 @@ def bwrap_argv(sandbox: Sandbox, handed: Handed, workspace_fd: int, command: str
     options += ["--bind-fd", str(workspace_fd), MOUNT_POINT]
     # The process limit is set inside the new user namespace, so it counts this sandbox only.
     prologue = f"ulimit -u {sandbox.limits.max_processes} || exit 126; "
+    if room is not None:
+        # The workspace's room left caps each file the command writes. Set here, not before bwrap, which
+        # itself writes the data it copies in (the forwarder) and must not meet a full quota's zero.
+        prologue += f"ulimit -f {min(room, sandbox.limits.max_file_mb * 1024 * 1024) // 1024} || exit 126; "
     if door is not None:
         options += ["--bind", door, egress.INSIDE_SOCKET,
                     "--ro-bind-data", str(handed.data(FORWARDER.read_bytes())), INSIDE_FORWARDER]
@@ -240,14 +244,14 @@ def launch(command: str, *, workspace: Path, sandbox: Sandbox, stdout, stderr=su
     handed = Handed()
     try:
         fd = handed.add(os.open(workspace, os.O_RDONLY | os.O_DIRECTORY))
-        argv = bwrap_argv(sandbox, handed, fd, command, workdir, door.path if door else None)
+        argv = bwrap_argv(sandbox, handed, fd, command, workdir, door.path if door else None, room)
         env = sandbox_env(sandbox, door is not None)
         if uid is None or reachable(workspace, uid):
             proc = subprocess.Popen(argv, env=env, pass_fds=handed.fds, **common,
-                                    preexec_fn=sandbox.limits.preexec(nproc=False, uid=uid, room=room, group=group))
+                                    preexec_fn=sandbox.limits.preexec(nproc=False, uid=uid, group=group))
         else:
             # The staged start drops to the uid itself, after its mount: the limits' part runs as root before it.
-            preexec = sandbox.limits.preexec(nproc=False, room=room, group=group)
+            preexec = sandbox.limits.preexec(nproc=False, group=group)
             proc = _launch_staged(argv, workspace, fd, uid, preexec, env, common, handed.fds)
     except BaseException:
         if door is not None:
