@@ -71,14 +71,20 @@ def test_normalise_sees_through_quotes_prefixes_paths_and_options():
 
 def test_manual_mode_asks_for_dangerous_commands():
     decision = decide("rm -r build-tmp", "manual")
-    assert (decision.action, decision.key) == ("ask", "recursive delete")
+    assert (decision.action, decision.key) == ("ask", "recursive delete: rm -r build-tmp")
 
 
-def test_session_approval_covers_the_same_pattern_only():
-    approved = frozenset({"recursive delete"})
-    assert decide("rm -r other-tmp", "manual", session_approved=approved).action == "run"
-    assert decide("git reset --hard", "manual", session_approved=approved).action == "ask"
-    assert decide("rm -rf /", "manual", session_approved=approved).action == "refuse"
+def test_session_approval_covers_the_same_pattern_and_targets_only():
+    """Reproduction: approving `rm -rf build` for the session let `rm -rf $HOME/..` run unasked, because the
+    session remembered only the pattern's name."""
+    approved = frozenset({decide("rm -rf build", "manual").key})
+    assert decide("rm -rf build", "manual", session_approved=approved).action == "run"
+    assert decide("rm --force --recursive build", "manual", session_approved=approved).action == "run"
+    for other in ("rm -rf other-tmp", "rm -rf ~/build", "rm -rf build other", "rm -rf build; rm -rf src",
+                  "git reset --hard"):
+        assert decide(other, "manual", session_approved=approved).action == "ask", other
+    for floor in ("rm -rf /", "rm -rf $HOME/..", "rm -rf ~/a/../.."):
+        assert decide(floor, "manual", session_approved=approved).action == "refuse", floor
 
 
 def test_smart_mode_maps_the_guardian_verdicts():

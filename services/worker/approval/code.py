@@ -1,0 +1,92 @@
+"""What a script in another language (Python, Perl, Ruby, Node, PHP, Lua, Tcl, awk) shows the gate.
+
+A general-purpose language can do anything, so this catches the obvious moves only: the programs it
+starts (their literal command lines are judged as shell), a start that builds its command at run time
+(asked), recursive deletes, and writes to shell start-up or credential files. The sandbox is the boundary.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Calls that start a program or run code given as text.
+SPAWN = re.compile(
+    r"(?<![\w.])(?:os\.(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*)|subprocess\.\w+|Popen|check_output|check_call"
+    r"|pty\.spawn|commands\.getoutput|system|exec|execSync|execFileSync|execFile|spawnSync|spawn|shell_exec|passthru"
+    r"|proc_open|popen|IO\.popen|Open3\.\w+|Kernel\.\w+|os\.execute|io\.popen|eval|compile|__import__"
+    r"|importlib\.\w+|getattr|instance_eval|class_eval|send|public_send)\s*\(")
+# Perl and Ruby backticks, qx// and %x(), Tcl's `exec prog args`, awk's `"cmd" | getline` and `print | "cmd"`.
+INLINE = re.compile(r"`([^`]*)`|\bqx\s*[({/|]([^)}/|]*)|%x[({]([^)}]*)|^\s*exec\s+([^\n;\]]+)"
+                    r"|([\"'])([^\"'\n]*)\5\s*\|\s*getline|\|\s*([\"'])([^\"'\n]*)\7", re.M)
+LITERAL = re.compile(r"[rbfu]{0,2}(\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')")
+# What may stand beside literals in a call whose command line is still known before it runs.
+PLAIN_ARGUMENT = re.compile(
+    r"^[\s,\[\]()+]*$|^[\s,\[\]()]*(\b(shell|check|text|capture_output|universal_newlines|timeout|cwd|stdout|stderr"
+    r"|encoding|True|False|None|true|false|nil|subprocess|DEVNULL|PIPE|STDOUT)\b|\d+|=|[\s,\[\]().])*$")
+RECURSIVE_DELETE = re.compile(r"\b(rmtree|rm_rf|rm_r|remove_tree|removedirs|rmSync|rmdirSync|rimraf)\b"
+                              r"|\bfs\.(promises\.)?rm\s*\(|\bfile\s+delete\s+-force\b|\bFile::Path\b")
+START_UP_FILES = re.compile(r"\.(bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zshenv|zprofile|zlogin"
+                            r"|inputrc|netrc|pgpass|npmrc|pypirc|gitconfig)\b|\.ssh/|\.config/(git|autostart)\b")
+IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\b|import\s+([\w., ]+))", re.M)
+MAX_CALL_CHARS = 4000
+
+
+@dataclass
+class CodeView:
+    """The shell command lines a script starts, and what made it dangerous or unreadable."""
+
+    commands: list[str] = field(default_factory=list)
+    notes: set[str] = field(default_factory=set)
+
+
+def view(text: str) -> CodeView:
+    """What one script's text starts and does, as far as its text shows."""
+    out = CodeView()
+    for m in SPAWN.finditer(text):
+        arguments = call_arguments(text, m.end())
+        literals = [unquote(s.group(0)) for s in LITERAL.finditer(arguments)]
+        if not PLAIN_ARGUMENT.match(LITERAL.sub("", arguments)):
+            out.notes.add(f"a script starts a program or runs code built at run time ({m.group(0).rstrip('(')})")
+        elif literals:
+            out.commands.append(" ".join(literals))
+    for m in INLINE.finditer(text):
+        command = next(g for g in m.groups() if g and g not in ("'", '"'))
+        if re.search(r"[$@#{]", command):
+            out.notes.add("a script starts a program built at run time (backticks, qx, exec)")
+        out.commands.append(command)
+    if m := RECURSIVE_DELETE.search(text):
+        out.notes.add(f"a script deletes recursively ({m.group(0).strip()})")
+    if m := START_UP_FILES.search(text):
+        out.notes.add(f"a script touches shell start-up or credential files ({m.group(0)})")
+    return out
+
+
+def call_arguments(text: str, start: int) -> str:
+    """The text between a call's parentheses (bounded), string literals skipped over."""
+    depth, i, end = 1, start, min(len(text), start + MAX_CALL_CHARS)
+    while i < end and depth:
+        literal = LITERAL.match(text, i)
+        if literal and text[i] in "\"'rbfu" and literal.group(0)[-1] in "\"'":
+            i = literal.end()
+            continue
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        i += 1
+    return text[start:i - 1 if depth == 0 else i]
+
+
+def unquote(literal: str) -> str:
+    body = literal.lstrip("rbfuRBFU")
+    quote = 3 if body[:3] in ('"""', "'''") else 1
+    return body[quote:-quote]
+
+
+def imported_modules(text: str) -> list[str]:
+    """The top-level names a Python script imports (a workspace module among them is judged too)."""
+    names: list[str] = []
+    for m in IMPORT.finditer(text):
+        for part in (m.group(1) or m.group(2) or "").split(","):
+            name = part.strip().split(" ")[0].split(".")[0]
+            if name.isidentifier() and name not in names:
+                names.append(name)
+    return names
