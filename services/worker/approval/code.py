@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 # Calls that start a program or run code given as text.
 SPAWN = re.compile(
-    r"(?<![\w.])(?:os\.(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*)|subprocess\.\w+|Popen|check_output|check_call"
+    r"(?<!\w)(?:os\.(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*)|subprocess\.\w+|Popen|check_output|check_call"
     r"|pty\.spawn|commands\.getoutput|system|exec|execSync|execFileSync|execFile|spawnSync|spawn|shell_exec|passthru"
     r"|proc_open|popen|IO\.popen|Open3\.\w+|Kernel\.\w+|os\.execute|io\.popen|eval|compile|__import__"
     r"|importlib\.\w+|getattr|instance_eval|class_eval|send|public_send)\s*\(")

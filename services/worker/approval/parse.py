@@ -44,6 +44,7 @@ class Analysis:
     reader: Workspace | None = None
     scripts: list = field(default_factory=list)
     script_paths: set[str] = field(default_factory=set)
+    walked: set[tuple[str, str | None]] = field(default_factory=set)
 
 
 def analyse(text: str, reader: Workspace | None = None) -> Analysis:

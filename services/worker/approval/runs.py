@@ -85,7 +85,9 @@ def script_argument(name: str, args: list[str]) -> str | None:
             return "-m"
         if "awk" in name and arg == "-f" and i + 1 < len(args):
             return args[i + 1]
-        if arg in INLINE_FLAGS or (arg.startswith("-") and not arg.startswith("--") and name in SHELLS and "c" in arg):
+        if name in SHELLS and arg.startswith("-") and not arg.startswith("--") and "c" in arg:
+            return None
+        if name not in SHELLS and arg in INLINE_FLAGS:
             return None
         if arg == "--":
             return args[i + 1] if i + 1 < len(args) else None
@@ -131,6 +133,10 @@ class FileJudge:
         seen = self.read(name, folder)
         if seen is None or seen.text is None:
             return
+        walked = (self.a.reader.path_of(name, folder) if folder else name, seen.digest)
+        if walked in self.a.walked:
+            return  # a script that sources itself (or one already judged) adds nothing new
+        self.a.walked.add(walked)
         if language == "module":
             language = "code"
         elif not language:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from datetime import timedelta
 
 import pytest
@@ -228,3 +229,33 @@ def test_cancelling_a_parked_turn_ends_it_and_denies_its_question(db, user, sess
     [row] = approvals.list_approvals(db, user.id, pending_only=False)
     assert (row.id, row.status, row.decided_by) == (pending.id, "denied", "cancel")
     assert approvals.decide(db, user.id, pending.id, approve=True, scope="once").conflict == "approval_decided"
+
+
+def test_an_approved_script_that_changed_before_it_ran_is_asked_about_again(db, user, session, model, make_runtime,
+                                                                            settings):
+    """Reproduction: the human approved `bash s.sh` while s.sh deleted `v`; s.sh was then rewritten to delete
+    something else, and the approval let the new content run. The approval holds for what the human saw."""
+    ran: list[str] = []
+    registry = ToolRegistry([gated_tool(ran)])
+    script = Path(settings.data_dir) / "users" / user.id / "workspace" / "s.sh"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text("rm -rf v\n")
+    model.script(tool_call([("shell", {"command": "bash s.sh"}, "c1")]))
+    turn = post_turn(db, user.id, session.id, "run the script")
+    run_once(make_runtime, registry, session.id, approval_mode="manual")
+    [first] = approvals.list_approvals(db, user.id, pending_only=True)
+    assert first.reason == "recursive delete" and "rm -f -r v" in first.key
+
+    script.write_text("rm -rf ../other-user\n")  # changed while the question waited
+    approvals.decide(db, user.id, first.id, approve=True, scope="once")
+    run_once(make_runtime, registry, session.id, approval_mode="manual")
+
+    parked(db, turn.id)
+    assert ran == []
+    [second] = approvals.list_approvals(db, user.id, pending_only=True)
+    assert second.tool_call_id == "c1" and second.reason.startswith("changed since it was approved")
+    approvals.decide(db, user.id, second.id, approve=True, scope="once")
+    model.script(text("done"))
+    run_once(make_runtime, registry, session.id, approval_mode="manual")
+    assert wait_finished(db, turn.id).output == "done"
+    assert ran == ["bash s.sh"]
