@@ -47,7 +47,7 @@ def view(text: str) -> CodeView:
         arguments = call_arguments(text, m.end())
         literals = [unquote(s.group(0)) for s in LITERAL.finditer(arguments)]
         if not PLAIN_ARGUMENT.match(LITERAL.sub("", arguments)):
-            out.notes.add(f"a script starts a program or runs code built at run time ({m.group(0).rstrip('(')})")
+            out.notes.add(f"a script starts a program built at run time ({m.group(0).rstrip('(').strip()})")
         elif literals:
             out.commands.append(" ".join(literals))
     for m in INLINE.finditer(text):

@@ -66,7 +66,7 @@ def _matches(analysis) -> list[tuple[str, str]]:
 
 def key_of(desc: str, subject: str) -> str:
     """What a session approval remembers: the pattern and what it matched (its targets), at most 255 characters."""
-    key = subject if subject.startswith(desc) else f"{desc}: {subject}"
+    key = subject if subject.startswith(desc + " (") else f"{desc}: {subject}"
     return key if len(key) <= MAX_KEY else f"{desc[:120]}: sha256:{sha256(subject.encode()).hexdigest()}"
 
 
@@ -134,7 +134,7 @@ def decide(command: str, mode: str, *, deny: tuple[str, ...] = (), guardian: Gua
 
 def shown_reason(desc: str, subject: str) -> str:
     """What the human is told: the pattern, or the finding itself when it names the file and why."""
-    return subject if subject.startswith(desc) and subject != desc else desc
+    return subject if subject.startswith(desc + " (") else desc
 
 
 def _ask_guardian(guardian: Guardian | None, command: str, reason: str, analysis) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import bashlex
 
 from .commands import SHELLS, Cmd, program_name, strip_prefixes, unwrap
-from .gitconfig import git_commands
+from .handed import handed_commands, skip_options
 from .runs import FileJudge, line_writes_its_scripts, reads_code_from_stdin
 from .scripts import MOUNT, Workspace
 from .payload import DECODERS, evaluate
@@ -132,6 +132,8 @@ class Walker:
                 if p.type in ("<<", "<<-") and getattr(p, "heredoc", None) is not None:
                     redirects.append(("<<body", p.heredoc.value.rpartition("\n")[0]))
         if not words:
+            if "IFS" in assigned:
+                self.a.notes.add("the line changes IFS, so its words split in ways the gate cannot see")
             self.variables.update(assigned)
             return None
         return self.add(words, redirects, piped_in)
@@ -162,6 +164,8 @@ class Walker:
         cmd.cwd = self.cwd  # type: ignore[attr-defined]
         cmd.path = raw[0]  # type: ignore[attr-defined]
         self.a.commands.append(cmd)
+        if re.search(r"[$`]", raw[0]):
+            self.a.notes.add(f"runs a program whose name is only known when the command runs ({raw[0]})")
         if cmd.name == "cd" and len(argv) > 1:
             self.cwd = argv[1] if argv[1].startswith(("/", "~")) else self.cwd
         if cmd.name in ("cd", "pushd"):
@@ -192,15 +196,15 @@ class Walker:
                 if op == "<<<":
                     self.a.notes.add("runs a nested shell command")
                     self.nested(target)
-        if name in INTERPRETERS and reads_code_from_stdin(cmd) and any(op == "<<<" for op, _ in cmd.redirects):
-            self.a.notes.add("runs a here-string as an inline script")
         elif name == "eval" and args:
             self.a.notes.add("runs a nested shell command (eval)")
             self.nested(" ".join(args))
-        elif name in ("watch", "trap") and args:
-            self.nested(args[0] if name == "trap" else " ".join(a for a in args if not a.startswith("-")))
+        elif name == "trap" and args:
+            self.nested(args[0])
         elif name == "xargs":
             rest = skip_options(args, {"-I", "-i", "-n", "-P", "-d", "-L", "-s", "-E", "-a", "--max-args"})
+            if rest and program_name(rest[0]) in SHELLS | INTERPRETERS | {"source", "."}:
+                self.a.notes.add(f"runs a file the gate cannot read (xargs {rest[0]}: named on its input)")
             if rest:
                 self.add(rest, [], True)
         elif name == "find":
@@ -209,10 +213,12 @@ class Walker:
                     end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+", "\\;")), len(args))
                     if args[i + 1:end]:
                         self.add(args[i + 1:end], [], False)
-        elif name == "git":
-            for value in git_commands(args):
-                self.a.notes.add("runs a nested shell command (git config)")
-                self.nested(value)
+        for note, text in handed_commands(name, args):
+            if note:
+                self.a.notes.add(note)
+            self.nested(text)
+        if name in INTERPRETERS and reads_code_from_stdin(cmd) and any(op == "<<<" for op, _ in cmd.redirects):
+            self.a.notes.add("runs a here-string as an inline script")
         if name in INTERPRETERS:
             for arg in args:
                 for m in EMBEDDED_SHELL.finditer(arg):
@@ -287,10 +293,3 @@ class Walker:
                 segment, redirects = [], []
             else:
                 segment.append(token)
-
-
-def skip_options(args: list[str], with_value: set[str]) -> list[str]:
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        i += 2 if args[i] in with_value else 1
-    return args[i:]

@@ -7,6 +7,7 @@ recipes of the goals asked for, other languages through code.py. A file the gate
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 
@@ -20,6 +21,9 @@ CODE = {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php",
 # Options of the runners that take a value: the value is not the script.
 VALUED = {"-o", "-O", "+o", "+O", "--rcfile", "--init-file", "-W", "-X", "-I", "-M", "--require"}
 INLINE_FLAGS = {"-c", "-e", "-E", "-p", "--eval", "--print", "-r"}
+PACKAGE_MANAGERS = {"npm", "yarn", "pnpm", "bun"}
+PACKAGE_VERBS = {"add", "remove", "install", "i", "ci", "exec", "dlx", "x", "create", "init", "info", "list", "ls",
+                 "outdated", "upgrade", "update", "why", "config", "cache", "publish", "pack", "link", "audit"}
 READERS = {"cat", "less", "more", "head", "tail", "wc", "ls", "stat", "file", "chmod", "test", "[", "grep", "echo",
            "printf", "diff", "cmp", "md5sum", "sha256sum", "shellcheck", "bat", "nl", "cd"}
 SHEBANG = re.compile(r"^#!\s*(\S+)(?:\s+(\S+))?")
@@ -34,6 +38,8 @@ def files_run(cmd: Cmd, path: str) -> list[tuple[str, str]]:
         return [(args[0], "shell")]
     if name == "make":
         return [("", "make")]
+    if name in PACKAGE_MANAGERS:
+        return [("package.json", "npm:" + script) for script in package_scripts(name, args)]
     if name in SHELLS or name in CODE:
         language = "shell" if name in SHELLS else "awk" if "awk" in name else "code"
         target = script_argument(name, args)
@@ -45,6 +51,23 @@ def files_run(cmd: Cmd, path: str) -> list[tuple[str, str]]:
         if any(op == "<" for op, _ in cmd.redirects):
             return [(next(t for op, t in cmd.redirects if op == "<"), language)]
     return []
+
+
+def package_scripts(name: str, args: list[str]) -> list[str]:
+    """The package.json scripts `npm run x`, `npm test`, `yarn x`, `npm install` … run (with their pre and post)."""
+    words = [a for a in args if not a.startswith("-")]
+    verb = words[0] if words else "install"
+    if verb in ("run", "run-script") and len(words) > 1:
+        script = words[1]
+    elif verb in ("test", "t", "tst", "start", "stop", "restart"):
+        script = "test" if verb.startswith("t") and verb != "test" else verb
+    elif verb in ("install", "i", "ci") and len(words) == 1:
+        return ["preinstall", "install", "postinstall", "prepare"]
+    elif name != "npm" and verb not in PACKAGE_VERBS:
+        script = verb
+    else:
+        return []
+    return [f"pre{script}", script, f"post{script}"]
 
 
 def reads_code_from_stdin(cmd: Cmd) -> bool:
@@ -111,6 +134,8 @@ class FileJudge:
             for folder in sorted(self.walker.dirs) if self.walker.dirs else [None]:
                 if language == "make":
                     self.make(cmd, folder)
+                elif language.startswith("npm:"):
+                    self.package_script(language[4:], folder)
                 else:
                     self.file(name, language, folder)
 
@@ -159,6 +184,19 @@ class FileJudge:
                 found = self.a.reader.read(candidate, here)
                 if found is not None and found.problem != "it does not exist yet" and self.walker.depth < 4:
                     self.file(candidate, "code", here)
+
+    def package_script(self, script: str, folder: str | None) -> None:
+        seen = self.a.reader.read("package.json", folder)
+        if seen is None or seen.problem == "it does not exist yet":
+            return
+        seen = self.read("package.json", folder)
+        try:
+            scripts = json.loads(seen.text or "").get("scripts") or {} if seen and seen.text else {}
+        except (ValueError, AttributeError):
+            self.a.notes.add("runs a file the gate cannot read (package.json: it is not valid JSON)")
+            return
+        if isinstance(scripts, dict) and isinstance(scripts.get(script), str):
+            self.walker.nested(scripts[script], script=True)
 
     def make(self, cmd: Cmd, folder: str | None) -> None:
         goals, named, directory = goals_and_options(cmd.argv[1:])

@@ -17,8 +17,9 @@ from pathlib import Path
 
 MOUNT = "/workspace"  # where the sandbox shows the workspace; it is also HOME inside it
 MAX_SCRIPT_BYTES = 256 * 1024
-# Folders a command may write and run from that the gate cannot see into (fresh per command in the sandbox).
-SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run")
+# Folders whose files the gate cannot see as the command will: scratch space fresh per command, devices
+# (/dev/stdin), and /proc (/proc/self/fd/…, /proc/self/cwd/…).
+SCRATCH = ("/tmp", "/var/tmp", "/dev", "/proc", "/run")
 DYNAMIC = set("$`*?[{")
 
 
@@ -56,7 +57,7 @@ class Workspace:
             if path == base or path.startswith(base + "/"):
                 return self._read(name, path[len(base) + 1:])
         if any(path == s or path.startswith(s + "/") for s in SCRATCH):
-            return Seen(name, problem="it is in a scratch folder the gate cannot read")
+            return Seen(name, problem="it is in a scratch, device or process folder the gate cannot read")
         return None
 
     def _read(self, name: str, relative: str) -> Seen:

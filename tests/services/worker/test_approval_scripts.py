@@ -7,6 +7,7 @@ in this file ever runs.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +172,24 @@ def test_an_approval_is_bound_to_the_script_it_saw(workspace):
     write(workspace, "s.sh", "rm -rf ~/project\n")
     assert judged("bash s.sh", workspace, session_approved=frozenset({first.key})).action == "ask"
     assert "sha256" not in guardian_messages("x", "y")[1]["content"]
+
+
+CORPUS = Path(__file__).parent / "data" / "approval_corpus"
+ATTACK_FILES = {"s.sh": DELETE, "s.py": 'import os\nos.system("rm -rf v")\n', "a.sh": "echo a\n. ./s.sh\n",
+                "runner.py": 'import subprocess\nsubprocess.run(["bash", "s.sh"])\n', "Makefile": "all:\n\tbash s.sh\n",
+                "package.json": '{"scripts": {"x": "bash s.sh"}}', "list.txt": "v\n", "sub/keep": ""}
+
+
+def attacks(name: str) -> list[str]:
+    lines = (CORPUS / name).read_text().splitlines()
+    return [line.replace("\\n", "\n") for line in lines if line and not line.startswith("#")]
+
+
+@pytest.mark.parametrize("command", attacks("disguised_deletes.txt") + attacks("disguised_script_runs.txt"))
+def test_disguised_deletes_and_script_runs_park(workspace, command):
+    """Reproduction: a hostile model's disguises (quoting, variables, $(…), eval, xargs, find -exec, busybox,
+    perl -e, awk system(), symlinked interpreters, exec, functions and aliases, git/tar/vi hooks, a script
+    that sources another, npm scripts, /dev/stdin) ran a delete or a written script unasked."""
+    for name, text in ATTACK_FILES.items():
+        write(workspace, name, text, 0o755)
+    assert judged(command, workspace).action in ("ask", "refuse"), command
