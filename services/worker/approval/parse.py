@@ -45,6 +45,7 @@ class Analysis:
     scripts: list = field(default_factory=list)
     script_paths: set[str] = field(default_factory=set)
     walked: set[tuple[str, str | None]] = field(default_factory=set)
+    shell_chars: int = 0
 
 
 def analyse(text: str, reader: Workspace | None = None) -> Analysis:

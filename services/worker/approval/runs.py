@@ -26,6 +26,9 @@ PACKAGE_VERBS = {"add", "remove", "install", "i", "ci", "exec", "dlx", "x", "cre
                  "outdated", "upgrade", "update", "why", "config", "cache", "publish", "pack", "link", "audit"}
 READERS = {"cat", "less", "more", "head", "tail", "wc", "ls", "stat", "file", "chmod", "test", "[", "grep", "echo",
            "printf", "diff", "cmp", "md5sum", "sha256sum", "shellcheck", "bat", "nl", "cd"}
+# The most script text (shell, recipes, commands a script starts) one command line may bring to the parser;
+# bashlex takes about 1.5 s for this much, and more is asked about rather than judged.
+SHELL_BUDGET = 32 * 1024
 SHEBANG = re.compile(r"^#!\s*(\S+)(?:\s+(\S+))?")
 
 
@@ -167,17 +170,26 @@ class FileJudge:
         elif not language:
             language = from_shebang(seen.text)
         if language == "binary":
-            self.a.notes.add(f"runs a file the gate cannot read ({name}: it is a compiled program)")
+            self.a.notes.add(f"runs a file the gate cannot read ({name}: it is a compiled program, "
+                             f"sha256 {seen.digest[:16]})")  # a rebuilt program is a new question
         elif language == "shell":
-            self.walker.nested(seen.text, script=True)
+            self.shell(name, seen.text)
         else:
             self.code(seen, folder)
+
+    def shell(self, name: str, text: str) -> None:
+        """Walk a script's shell text, within the line's budget: the parser's cost grows with the text."""
+        self.a.shell_chars += len(text)
+        if self.a.shell_chars > SHELL_BUDGET:
+            self.a.notes.add(f"runs a file the gate cannot read ({name}: more shell than the gate judges at once, "
+                             f"{SHELL_BUDGET // 1024} KiB)")
+            return
+        self.walker.nested(text, script=True)
 
     def code(self, seen: Seen, folder: str | None) -> None:
         view = code.view(seen.text or "")
         self.a.notes |= view.notes
-        for command in view.commands:
-            self.walker.nested(command)
+        self.shell(seen.name, "\n".join(view.commands))
         here = posixpath.dirname(self.a.reader.path_of(seen.name, folder)) if folder else None
         for module in code.imported_modules(seen.text or ""):
             for candidate in (f"{module}.py", f"{module}/__init__.py"):
@@ -196,7 +208,7 @@ class FileJudge:
             self.a.notes.add("runs a file the gate cannot read (package.json: it is not valid JSON)")
             return
         if isinstance(scripts, dict) and isinstance(scripts.get(script), str):
-            self.walker.nested(scripts[script], script=True)
+            self.shell("package.json", scripts[script])
 
     def make(self, cmd: Cmd, folder: str | None) -> None:
         goals, named, directory = goals_and_options(cmd.argv[1:])
@@ -210,7 +222,7 @@ class FileJudge:
             if seen is not None and seen.text is not None:
                 included = [self.read(n, folder) for n in Makefile(seen.text).includes]
                 text = "\n".join([seen.text, *(i.text for i in included if i is not None and i.text)])
-                self.walker.nested(Makefile(text).shell_for(goals), script=True)
+                self.shell(name, Makefile(text).shell_for(goals))
             return
 
 

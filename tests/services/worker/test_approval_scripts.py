@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from services.worker.approval import decide
+from services.worker.approval.checkpoint import UnattendedGate
 from services.worker.approval.guardian import guardian_messages
 from services.worker.approval.scripts import MAX_SCRIPT_BYTES, Workspace
 from services.worker.tools.terminal import approval_command
@@ -193,3 +194,29 @@ def test_disguised_deletes_and_script_runs_park(workspace, command):
     for name, text in ATTACK_FILES.items():
         write(workspace, name, text, 0o755)
     assert judged(command, workspace).action in ("ask", "refuse"), command
+
+
+def test_unattended_work_refuses_a_script_that_needs_a_human(workspace, settings):
+    """Reproduction: background work (reviews, the curator) ran `bash s.sh` unasked whatever s.sh held."""
+    gate = UnattendedGate(settings.model_copy(update={"approval_mode": "manual"}), workspace)
+    write(workspace, "s.sh", DELETE)
+    check = gate.check("c1", "terminal", "bash s.sh")
+    assert check.action == "refuse" and "recursive delete" in check.refusal
+    write(workspace, "s.sh", HARMLESS)
+    assert gate.check("c2", "terminal", "bash s.sh").action == "run"
+
+
+def test_a_rebuilt_program_is_a_new_question(workspace):
+    (workspace / "app").write_bytes(b"\x7fELF\x02\x01\x01\0\0\0one")
+    first = judged("./app", workspace)
+    assert first.action == "ask" and "compiled program" in first.reason
+    assert judged("./app", workspace, session_approved=frozenset({first.key})).action == "run"
+    (workspace / "app").write_bytes(b"\x7fELF\x02\x01\x01\0\0\0two")
+    assert judged("./app", workspace, session_approved=frozenset({first.key})).action == "ask"
+
+
+def test_more_script_than_the_gate_judges_at_once_is_asked_about(workspace):
+    """Reproduction: a 256 KiB script took the parser 12 s; past the budget the gate asks instead of parsing."""
+    write(workspace, "big.sh", "echo hello world\n" * 3000)
+    decision = judged("bash big.sh", workspace)
+    assert decision.action == "ask" and "more shell than the gate judges" in decision.reason
