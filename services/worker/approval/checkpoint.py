@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Protocol
 
 from shared.config import Settings

@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-# Calls that start a program or run code given as text.
+# Calls that start a program or run code given as text. Builtins that also name common methods (re.compile,
+# model.eval, obj.send) count only when called bare; getattr only on the modules that start programs.
 SPAWN = re.compile(
     r"(?<!\w)(?:os\.(?:system|popen|exec\w*|spawn\w*|posix_spawn\w*)|subprocess\.\w+|Popen|check_output|check_call"
     r"|pty\.spawn|commands\.getoutput|system|exec|execSync|execFileSync|execFile|spawnSync|spawn|shell_exec|passthru"
-    r"|proc_open|popen|IO\.popen|Open3\.\w+|Kernel\.\w+|os\.execute|io\.popen|eval|compile|__import__"
-    r"|importlib\.\w+|getattr|instance_eval|class_eval|send|public_send)\s*\(")
+    r"|proc_open|popen|IO\.popen|Open3\.\w+|Kernel\.\w+|os\.execute|io\.popen|importlib\.\w+)\s*\("
+    r"|(?<![\w.])(?:eval|compile|__import__|instance_eval|class_eval|send|public_send)\s*\("
+    r"|(?<![\w.])getattr\s*\((?=\s*(?:os|subprocess|shutil|pty|posix|builtins|__builtins__|__import__|importlib|sys)\b)")
 # Perl and Ruby backticks, qx// and %x(), Tcl's `exec prog args`, awk's `"cmd" | getline` and `print | "cmd"`.
 INLINE = re.compile(r"`([^`]*)`|\bqx\s*[({/|]([^)}/|]*)|%x[({]([^)}]*)|^\s*exec\s+([^\n;\]]+)"
                     r"|([\"'])([^\"'\n]*)\5\s*\|\s*getline|\|\s*([\"'])([^\"'\n]*)\7", re.M)
@@ -44,9 +46,9 @@ def view(text: str) -> CodeView:
     """What one script's text starts and does, as far as its text shows."""
     out = CodeView()
     for m in SPAWN.finditer(text):
-        arguments = call_arguments(text, m.end())
+        arguments, options = positional(call_arguments(text, m.end()))
         literals = [unquote(s.group(0)) for s in LITERAL.finditer(arguments)]
-        if not PLAIN_ARGUMENT.match(LITERAL.sub("", arguments)):
+        if not PLAIN_ARGUMENT.match(LITERAL.sub("", arguments)) or re.search(r"\bexecutable\s*=", options):
             out.notes.add(f"a script starts a program built at run time ({m.group(0).rstrip('(').strip()})")
         elif literals:
             out.commands.append(" ".join(literals))
@@ -73,6 +75,13 @@ def call_arguments(text: str, start: int) -> str:
         depth += {"(": 1, ")": -1}.get(text[i], 0)
         i += 1
     return text[start:i - 1 if depth == 0 else i]
+
+
+def positional(arguments: str) -> tuple[str, str]:
+    """A call's arguments split before its first keyword argument (cwd=, check=, …): the command is before."""
+    bare = LITERAL.sub(lambda m: "x" * len(m.group(0)), arguments)
+    m = re.search(r",\s*[A-Za-z_]\w*\s*=(?!=)", bare)
+    return (arguments[:m.start()], arguments[m.start():]) if m else (arguments, "")
 
 
 def unquote(literal: str) -> str:

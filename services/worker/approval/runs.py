@@ -17,11 +17,11 @@ from .makefile import MAKEFILES, Makefile, goals_and_options
 from .scripts import Seen
 
 CODE = {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh", "wish", "Rscript",
-        "awk", "gawk", "mawk", "nawk", "deno", "bun"}
+        "awk", "gawk", "mawk", "nawk"}
 # Options of the runners that take a value: the value is not the script.
 VALUED = {"-o", "-O", "+o", "+O", "--rcfile", "--init-file", "-W", "-X", "-I", "-M", "--require"}
 INLINE_FLAGS = {"-c", "-e", "-E", "-p", "--eval", "--print", "-r"}
-PACKAGE_MANAGERS = {"npm", "yarn", "pnpm", "bun"}
+PACKAGE_MANAGERS = {"npm", "yarn", "pnpm"}
 PACKAGE_VERBS = {"add", "remove", "install", "i", "ci", "exec", "dlx", "x", "create", "init", "info", "list", "ls",
                  "outdated", "upgrade", "update", "why", "config", "cache", "publish", "pack", "link", "audit"}
 READERS = {"cat", "less", "more", "head", "tail", "wc", "ls", "stat", "file", "chmod", "test", "[", "grep", "echo",
@@ -49,8 +49,9 @@ def files_run(cmd: Cmd, path: str) -> list[tuple[str, str]]:
         if target == "-m":
             module = args[args.index("-m") + 1] if args.index("-m") + 1 < len(args) else ""
             return [(module.replace(".", "/") + ".py", "module")] if module else []
-        if target:
-            return [(target, language)]
+        rcfile = [args[i + 1] for i in range(len(args) - 1) if args[i] in ("--rcfile", "--init-file")]
+        if target or rcfile:
+            return [(name, "shell") for name in rcfile] + ([(target, language)] if target else [])
         if any(op == "<" for op, _ in cmd.redirects):
             return [(next(t for op, t in cmd.redirects if op == "<"), language)]
     return []

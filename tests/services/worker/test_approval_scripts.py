@@ -69,6 +69,8 @@ def test_a_script_on_the_hard_line_is_refused_in_every_mode(workspace):
     'import subprocess\nsubprocess.run(["rm", "-rf", "v"], check=True)\n',
     'import shutil\nshutil.rmtree("v")\n',
     'import os\ngetattr(os, "sys" + "tem")("rm -rf v")\n',
+    'import subprocess\nsubprocess.run(["rm", "-rf", "v"], cwd="/srv")\n',
+    'import subprocess\nsubprocess.run(["v"], executable="/bin/rm")\n',
     '__import__("o" + "s").system("rm -rf v")\n',
     'import subprocess\ncmd = "rm -rf v"\nsubprocess.call(cmd, shell=True)\n',
     'import helper\nhelper.go()\n',
@@ -83,8 +85,10 @@ def test_python_scripts_show_what_they_start_and_delete(workspace, script):
 
 
 def test_ordinary_python_and_installed_modules_run(workspace):
-    write(workspace, "s.py", 'import json, os\nprint(json.dumps({"cwd": os.getcwd()}))\n'
-                             'import subprocess\nsubprocess.run(["git", "status"], check=True)\n')
+    write(workspace, "s.py", 'import json, os, re\nprint(json.dumps({"cwd": os.getcwd()}))\n'
+                             'import subprocess\nsubprocess.run(["git", "status"], check=True, cwd=os.getcwd())\n'
+                             'PATTERN = re.compile(os.environ.get("P", "x"))\nmodel.eval()\n'
+                             'value = getattr(settings, name)\n')
     assert judged("python3 s.py", workspace).action == "run"
     assert judged("python3 -m pytest -q tests", workspace).action == "run"
     assert judged("python3 /usr/lib/python3/dist-packages/x.py", workspace).action == "run"
