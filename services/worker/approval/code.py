@@ -18,6 +18,19 @@ SPAWN = re.compile(
     r"|proc_open|popen|IO\.popen|Open3\.\w+|Kernel\.\w+|os\.execute|io\.popen|importlib\.\w+)\s*\("
     r"|(?<![\w.])(?:eval|compile|__import__|instance_eval|class_eval|send|public_send)\s*\("
     r"|(?<![\w.])getattr\s*\((?=\s*(?:os|subprocess|shutil|pty|posix|builtins|__builtins__|__import__|importlib|sys)\b)")
+# Perl, Ruby and Tcl call without parentheses: `system "rm", "-rf", "v";`, `exec "sh s.sh"`.
+BARE_CALL = re.compile(r"(?<![\w.$@%])(system|exec|spawn|popen)\s+(?=[\"'\[qQ%])")
+# Ways to run another file or rename a program-starting function, which the text above cannot follow.
+INDIRECT = re.compile(r"\brunpy\.|\bexecfile\s*\(|\bSourceFileLoader\b|\bspec_from_file_location\b|\bload\s+['\"]"
+                      r"|\bdo\s+['\"]"
+                      r"|\bfrom\s+(os|posix|subprocess|pty|shutil|commands)\s+import\b[^\n]*"
+                      r"\b(system|popen|exec\w*|spawn\w*|run|call|check_\w+|Popen|getoutput|rmtree|\*)\b"
+                      r"|=\s*(os\.(system|popen|exec\w*|spawn\w*)|subprocess\.\w+|shutil\.rmtree)\s*($|[;,)\n])", re.M)
+# A relative require or import in JavaScript or Ruby: the file is in the workspace and is judged too.
+RELATIVE = re.compile(r"\b(?:require(?:_relative)?\s*\(?\s*|import\s+[^'\"\n]*?from\s+|import\s*\(\s*|import\s+)"
+                      r"['\"](\.{0,2}/?[\w./-]+)['\"]")
+EXTENSIONS = ("", ".js", ".mjs", ".cjs", ".ts", ".rb", "/index.js")
+MODULE_CALL = re.compile(r"\b(?:import_module|__import__)\s*\(\s*['\"]([\w.]+)['\"]")
 # Perl and Ruby backticks, qx// and %x(), Tcl's `exec prog args`, awk's `"cmd" | getline` and `print | "cmd"`.
 INLINE = re.compile(r"`([^`]*)`|\bqx\s*[({/|]([^)}/|]*)|%x[({]([^)}]*)|^\s*exec\s+([^\n;\]]+)"
                     r"|([\"'])([^\"'\n]*)\5\s*\|\s*getline|\|\s*([\"'])([^\"'\n]*)\7", re.M)
@@ -26,7 +39,8 @@ LITERAL = re.compile(r"[rbfu]{0,2}(\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|\"(?:[^\"
 PLAIN_ARGUMENT = re.compile(
     r"^[\s,\[\]()+]*$|^[\s,\[\]()]*(\b(shell|check|text|capture_output|universal_newlines|timeout|cwd|stdout|stderr"
     r"|encoding|True|False|None|true|false|nil|subprocess|DEVNULL|PIPE|STDOUT)\b|\d+|=|[\s,\[\]().])*$")
-RECURSIVE_DELETE = re.compile(r"\b(rmtree|rm_rf|rm_r|remove_tree|removedirs|rmSync|rmdirSync|rimraf)\b"
+RECURSIVE_DELETE = re.compile(r"\b(rmtree|rm_rf|rm_r|remove_tree|remove_dir|remove_entry\w*|removedirs|rmSync|rmdirSync"
+                              r"|rimraf|removeSync|emptyDir\w*)\b"
                               r"|\bfs\.(promises\.)?rm\s*\(|\bfile\s+delete\s+-force\b|\bFile::Path\b")
 START_UP_FILES = re.compile(r"\.(bashrc|bash_profile|bash_login|bash_logout|profile|zshrc|zshenv|zprofile|zlogin"
                             r"|inputrc|netrc|pgpass|npmrc|pypirc|gitconfig)\b|\.ssh/|\.config/(git|autostart)\b")
@@ -52,6 +66,14 @@ def view(text: str) -> CodeView:
             out.notes.add(f"a script starts a program built at run time ({m.group(0).rstrip('(').strip()})")
         elif literals:
             out.commands.append(" ".join(literals))
+    for m in BARE_CALL.finditer(text):
+        statement = re.split(r"[;\n]|\s(?:or|and|if|unless)\s", text[m.end():m.end() + MAX_CALL_CHARS], maxsplit=1)[0]
+        literals = [unquote(s.group(0)) for s in LITERAL.finditer(statement)]
+        if not literals or re.search(r"[$@]\w|\.\s*\$|#\{", LITERAL.sub("", statement) + "".join(literals)):
+            out.notes.add(f"a script starts a program built at run time ({m.group(1)})")
+        out.commands.append(" ".join(literals))
+    if m := INDIRECT.search(text):
+        out.notes.add(f"a script starts a program built at run time ({m.group(0).strip()[:40]})")
     for m in INLINE.finditer(text):
         command = next(g for g in m.groups() if g and g not in ("'", '"'))
         if re.search(r"[$@#{]", command):
@@ -90,12 +112,26 @@ def unquote(literal: str) -> str:
     return body[quote:-quote]
 
 
+def relative_requires(text: str) -> list[list[str]]:
+    """For each relative require/import, the files it may name (./lib -> lib, lib.js, lib/index.js, …)."""
+    out = []
+    for m in RELATIVE.finditer(text):
+        name = m.group(1)
+        if name.startswith((".", "/")) or "require_relative" in m.group(0):
+            out.append([name + ext for ext in EXTENSIONS])
+    return out
+
+
 def imported_modules(text: str) -> list[str]:
-    """The top-level names a Python script imports (a workspace module among them is judged too)."""
+    """The module paths a Python script imports (`pkg/sub` for pkg.sub); a workspace one among them is judged too."""
+    dotted = [d for m in IMPORT.finditer(text) for part in (m.group(1) or m.group(2) or "").split(",")
+              if (d := part.strip().split(" ")[0])]
+    dotted += MODULE_CALL.findall(text)
     names: list[str] = []
-    for m in IMPORT.finditer(text):
-        for part in (m.group(1) or m.group(2) or "").split(","):
-            name = part.strip().split(" ")[0].split(".")[0]
-            if name.isidentifier() and name not in names:
-                names.append(name)
+    for name in dotted:
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            path = "/".join(parts[:i])
+            if all(p.isidentifier() for p in parts[:i]) and path not in names:
+                names.append(path)
     return names

@@ -192,11 +192,13 @@ class FileJudge:
         self.a.notes |= view.notes
         self.shell(seen.name, "\n".join(view.commands))
         here = posixpath.dirname(self.a.reader.path_of(seen.name, folder)) if folder else None
-        for module in code.imported_modules(seen.text or ""):
-            for candidate in (f"{module}.py", f"{module}/__init__.py"):
+        modules = [[f"{m}.py", f"{m}/__init__.py"] for m in code.imported_modules(seen.text or "")]
+        for candidates in modules + code.relative_requires(seen.text or ""):
+            for candidate in candidates:
                 found = self.a.reader.read(candidate, here)
                 if found is not None and found.problem != "it does not exist yet" and self.walker.depth < 4:
                     self.file(candidate, "code", here)
+                    break
 
     def package_script(self, script: str, folder: str | None) -> None:
         seen = self.a.reader.read("package.json", folder)
@@ -212,7 +214,7 @@ class FileJudge:
             self.shell("package.json", scripts[script])
 
     def make(self, cmd: Cmd, folder: str | None) -> None:
-        goals, named, directory = goals_and_options(cmd.argv[1:])
+        goals, named, directory, overrides = goals_and_options(cmd.argv[1:])
         if directory and folder:
             folder = posixpath.join(folder, directory)
         for name in ([named] if named else MAKEFILES):
@@ -222,8 +224,10 @@ class FileJudge:
             seen = self.read(name, folder)
             if seen is not None and seen.text is not None:
                 included = [self.read(n, folder) for n in Makefile(seen.text).includes]
-                text = "\n".join([seen.text, *(i.text for i in included if i is not None and i.text)])
-                self.shell(name, Makefile(text).shell_for(goals))
+                makefile = Makefile("\n".join([seen.text, *(i.text for i in included if i and i.text)]), overrides)
+                if makefile.odd_shell:
+                    self.a.notes.add(f"runs a file the gate cannot read ({name}: recipes run by {makefile.odd_shell})")
+                self.shell(name, makefile.shell_for(goals))
             return
 
 

@@ -108,6 +108,50 @@ def test_make_judges_the_recipes_of_the_goals_it_builds(workspace):
     assert judged("make -C sub", workspace).action == "ask"
 
 
+@pytest.mark.parametrize("makefile,command", [
+    (".RECIPEPREFIX = >\nall:\n>rm -rf v\n", "make"),
+    ("define CMD\nrm -rf v\nendef\nall:\n\t$(CMD)\n", "make"),
+    ("X = echo\nclean:\n\t$(X) build\n", "make X='rm -rf' clean"),
+    ("SHELL := ./evil.sh\nall:\n\techo hi\n", "make"),
+    ("include gen.mk\ngen.mk:\n\trm -rf v; touch gen.mk\nall:\n\techo ok\n", "make all"),
+    ("X != rm -rf v\nall:\n\techo ok\n", "make"),
+])
+def test_makefile_disguises_are_seen(workspace, makefile, command):
+    """Reproduction: a recipe prefix of its own, a define block, a variable set on make's command line, a SHELL
+    of the script's choosing and an include make rebuilds first each hid a delete from the recipe reader."""
+    write(workspace, "Makefile", makefile)
+    assert judged(command, workspace).action == "ask", makefile
+
+
+@pytest.mark.parametrize("name,script", [
+    ("s.pl", 'system "rm", "-rf", "v";\n'),
+    ("s.pl", 'my $d = "v";\nsystem "rm -rf $d";\n'),
+    ("s.rb", 'exec "sh s.sh"\n'),
+    ("s.rb", 'require "fileutils"\nFileUtils.remove_dir("v")\n'),
+    ("s.py", 'from os import system as run\nrun("rm -rf v")\n'),
+    ("s.py", 'import os\nx = os.system\nx("rm -rf v")\n'),
+    ("s.py", 'import runpy\nrunpy.run_path("other.py")\n'),
+    ("s.py", 'import importlib\nimportlib.import_module("helper")\n'),
+    ("s.py", 'import pkg.evil\n'),
+    ("s.js", "const lib = require('./lib/evil')\n"),
+    ("s.mjs", "import x from './lib/evil.js'\n"),
+])
+def test_other_languages_show_their_calls_and_the_files_they_load(workspace, name, script):
+    """Reproduction: Perl/Ruby calls without parentheses, renamed Python functions, runpy and a relative
+    require or import of a workspace file that deletes all ran unasked."""
+    write(workspace, "s.sh", DELETE)
+    write(workspace, "helper.py", 'import shutil\nshutil.rmtree("v")\n')
+    write(workspace, "pkg/__init__.py", "")
+    write(workspace, "pkg/evil.py", 'import os\nos.system("rm -rf v")\n')
+    write(workspace, "lib/evil.js", "require('child_process').execSync('rm -rf v')\n")
+    write(workspace, name, script)
+    program = {"pl": "perl", "rb": "ruby", "py": "python3", "js": "node", "mjs": "node"}[name.split(".")[1]]
+    assert judged(f"{program} {name}", workspace).action == "ask", script
+    write(workspace, "lib/evil.js", "module.exports = 1\n")
+    write(workspace, "app.js", "const lib = require('./lib/evil')\nconsole.log(lib)\n")
+    assert judged("node app.js", workspace).action == "run"
+
+
 def test_a_script_that_sources_another_is_judged_through_both(workspace):
     write(workspace, "a.sh", "echo a\nsource lib/b.sh\n")
     write(workspace, "lib/b.sh", "f() { rm -rf \"$1\"; }\nf v\n")
