@@ -15,7 +15,8 @@ import bashlex
 
 from .commands import SHELLS, Cmd, program_name, strip_prefixes, unwrap
 from .handed import handed_commands, skip_options
-from .runs import FileJudge, line_writes_its_scripts, reads_code_from_stdin
+from .runners import line_writes_its_scripts, reads_code_from_stdin
+from .runs import FileJudge
 from .scripts import MOUNT, Workspace
 from .payload import DECODERS, evaluate
 from .words import expand, pre_parse
@@ -46,6 +47,7 @@ class Analysis:
     script_paths: set[str] = field(default_factory=set)
     walked: set[tuple[str, str | None]] = field(default_factory=set)
     shell_chars: int = 0
+    home_read: set[str] = field(default_factory=set)
 
 
 def analyse(text: str, reader: Workspace | None = None) -> Analysis:

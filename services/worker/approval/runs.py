@@ -1,127 +1,24 @@
-"""The workspace files a simple command runs, and how each one's content reaches the gate.
+"""How the content of what a command runs reaches the gate (runners.py says which files those are).
 
-`bash s.sh`, `sh`, `source`, `.`, `./s.sh`, `python3 s.py`, `python3 -m mod`, `perl`, `node`, `make` …: the
-file is read (scripts.py) and its text judged like a command: shell is walked as shell, a Makefile as the
-recipes of the goals asked for, other languages through code.py. A file the gate cannot read asks.
+The file is read (scripts.py) and its text judged like a command: shell is walked as shell, a Makefile as the
+recipes of the goals asked for, package.json as the scripts run, git's config and hooks as what git runs,
+other languages through code.py. A file the gate cannot read asks.
 """
 
 from __future__ import annotations
 
 import json
 import posixpath
-import re
 
-from . import code
-from .commands import SHELLS, Cmd
+from . import code, gitfiles, homefiles
+from .commands import Cmd
 from .makefile import MAKEFILES, Makefile, goals_and_options
+from .runners import files_run, from_shebang
 from .scripts import Seen
 
-CODE = {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh", "wish", "Rscript",
-        "awk", "gawk", "mawk", "nawk"}
-# Options of the runners that take a value: the value is not the script.
-VALUED = {"-o", "-O", "+o", "+O", "--rcfile", "--init-file", "-W", "-X", "-I", "-M", "--require"}
-INLINE_FLAGS = {"-c", "-e", "-E", "-p", "--eval", "--print", "-r"}
-PACKAGE_MANAGERS = {"npm", "yarn", "pnpm"}
-PACKAGE_VERBS = {"add", "remove", "install", "i", "ci", "exec", "dlx", "x", "create", "init", "info", "list", "ls",
-                 "outdated", "upgrade", "update", "why", "config", "cache", "publish", "pack", "link", "audit"}
-READERS = {"cat", "less", "more", "head", "tail", "wc", "ls", "stat", "file", "chmod", "test", "[", "grep", "echo",
-           "printf", "diff", "cmp", "md5sum", "sha256sum", "shellcheck", "bat", "nl", "cd"}
 # The most script text (shell, recipes, commands a script starts) one command line may bring to the parser;
 # bashlex takes about 1.5 s for this much, and more is asked about rather than judged.
 SHELL_BUDGET = 32 * 1024
-SHEBANG = re.compile(r"^#!\s*(\S+)(?:\s+(\S+))?")
-
-
-def files_run(cmd: Cmd, path: str) -> list[tuple[str, str]]:
-    """(file, language) for each workspace file this command runs; `path` is how the line named the program."""
-    name, args = cmd.name, cmd.argv[1:]
-    if "/" in path and name not in SHELLS and name not in CODE:
-        return [(path, "")]
-    if name in ("source", ".") and args:
-        return [(args[0], "shell")]
-    if name == "make":
-        return [("", "make")]
-    if name in PACKAGE_MANAGERS:
-        return [("package.json", "npm:" + script) for script in package_scripts(name, args)]
-    if name in SHELLS or name in CODE:
-        language = "shell" if name in SHELLS else "awk" if "awk" in name else "code"
-        target = script_argument(name, args)
-        if target == "-m":
-            module = args[args.index("-m") + 1] if args.index("-m") + 1 < len(args) else ""
-            return [(module.replace(".", "/") + ".py", "module")] if module else []
-        rcfile = [args[i + 1] for i in range(len(args) - 1) if args[i] in ("--rcfile", "--init-file")]
-        if target or rcfile:
-            return [(name, "shell") for name in rcfile] + ([(target, language)] if target else [])
-        if any(op == "<" for op, _ in cmd.redirects):
-            return [(next(t for op, t in cmd.redirects if op == "<"), language)]
-    return []
-
-
-def package_scripts(name: str, args: list[str]) -> list[str]:
-    """The package.json scripts `npm run x`, `npm test`, `yarn x`, `npm install` … run (with their pre and post)."""
-    words = [a for a in args if not a.startswith("-")]
-    verb = words[0] if words else "install"
-    if verb in ("run", "run-script") and len(words) > 1:
-        script = words[1]
-    elif verb in ("test", "t", "tst", "start", "stop", "restart"):
-        script = "test" if verb.startswith("t") and verb != "test" else verb
-    elif verb in ("install", "i", "ci") and len(words) == 1:
-        return ["preinstall", "install", "postinstall", "prepare"]
-    elif name != "npm" and verb not in PACKAGE_VERBS:
-        script = verb
-    else:
-        return []
-    return [f"pre{script}", script, f"post{script}"]
-
-
-def reads_code_from_stdin(cmd: Cmd) -> bool:
-    """A shell or interpreter that takes its program from stdin (no script, no inline code)."""
-    name, args = cmd.name, cmd.argv[1:]
-    if name in SHELLS:
-        return not any(not a.startswith("-") or "c" in a for a in args)
-    if name not in CODE or "awk" in name:
-        return False
-    return script_argument(name, args) is None and not INLINE_FLAGS & set(args) and "-m" not in args
-
-
-def line_writes_its_scripts(analysis) -> str | None:
-    """A script the same line also writes (a redirect into it, or a command other than a reader naming it)."""
-    names = {posixpath.basename(p) for p in analysis.script_paths}
-    if not names:
-        return None
-    for cmd in analysis.commands:
-        for op, target in cmd.redirects:
-            if ">" in op and posixpath.basename(target) in names:
-                return posixpath.basename(target)
-        if cmd.name in READERS:
-            continue
-        own = {posixpath.basename(n) for n, _ in files_run(cmd, getattr(cmd, "path", cmd.name))}
-        for word in cmd.argv[1:]:
-            base = posixpath.basename(word.split("=", 1)[-1])
-            if base in names and base not in own:
-                return base
-    return None
-
-
-def script_argument(name: str, args: list[str]) -> str | None:
-    """The script a runner is given: its first non-option argument (or `-m` for a module); None for inline code."""
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg == "-m" and name.startswith("python"):
-            return "-m"
-        if "awk" in name and arg == "-f" and i + 1 < len(args):
-            return args[i + 1]
-        if name in SHELLS and arg.startswith("-") and not arg.startswith("--") and "c" in arg:
-            return None
-        if name not in SHELLS and arg in INLINE_FLAGS:
-            return None
-        if arg == "--":
-            return args[i + 1] if i + 1 < len(args) else None
-        if arg == "-" or not arg.startswith(("-", "+")):
-            return None if arg == "-" or "awk" in name else arg
-        i += 2 if arg in VALUED else 1
-    return None
 
 
 class FileJudge:
@@ -134,10 +31,13 @@ class FileJudge:
     def command(self, cmd: Cmd, path: str) -> None:
         if self.a.reader is None:
             return
+        self.home_files(cmd)
         for name, language in files_run(cmd, path):
             for folder in sorted(self.walker.dirs) if self.walker.dirs else [None]:
                 if language == "make":
                     self.make(cmd, folder)
+                elif language == "git":
+                    self.git(cmd, folder)
                 elif language.startswith("npm:"):
                     self.package_script(language[4:], folder)
                 else:
@@ -191,7 +91,9 @@ class FileJudge:
         view = code.view(seen.text or "")
         self.a.notes |= view.notes
         self.shell(seen.name, "\n".join(view.commands))
-        here = posixpath.dirname(self.a.reader.path_of(seen.name, folder)) if folder else None
+        if folder is None:
+            return
+        here = posixpath.dirname(self.a.reader.path_of(seen.name, folder))
         modules = [[f"{m}.py", f"{m}/__init__.py"] for m in code.imported_modules(seen.text or "")]
         for candidates in modules + code.relative_requires(seen.text or ""):
             for candidate in candidates:
@@ -213,6 +115,54 @@ class FileJudge:
         if isinstance(scripts, dict) and isinstance(scripts.get(script), str):
             self.shell("package.json", scripts[script])
 
+    def home_files(self, cmd: Cmd) -> None:
+        """Once per line: python's user-site start-up code; for ssh clients, ~/.ssh/config's commands."""
+        if "python" not in self.a.home_read:
+            self.a.home_read.add("python")
+            for name in homefiles.user_site_files(self.a.reader):
+                seen = self.read(name, self.a.reader.mount)
+                if seen is not None and seen.text:
+                    self.code(Seen(name, homefiles.pth_code(name, seen.text), seen.digest), self.a.reader.mount)
+        if homefiles.uses_ssh(cmd.name, gitfiles.subcommand(cmd.argv[1:])[0]) and "ssh" not in self.a.home_read:
+            self.a.home_read.add("ssh")
+            if self.exists("~/.ssh/config"):
+                seen = self.read("~/.ssh/config", self.a.reader.mount)
+                for command in homefiles.ssh_commands(seen.text or "") if seen else []:
+                    self.shell("~/.ssh/config", command)
+
+    def git(self, cmd: Cmd, folder: str | None) -> None:
+        """Judge the command-valued settings git reads from workspace config files, and the hooks it may run."""
+        used, directory = gitfiles.subcommand(cmd.argv[1:])
+        if folder is None:
+            return
+        folder = posixpath.join(folder, directory) if directory else folder
+        repos = [r for r in gitfiles.repositories(folder, self.a.reader.mount) if self.exists(f"{r}/.git")]
+        configs = list(gitfiles.USER_CONFIGS) + [f"{r}/.git/config" for r in repos[:1]]
+        pairs: list[tuple[str, str]] = []
+        for path in configs:
+            pairs += self.config(path, folder)
+        for command in gitfiles.commands_from(pairs, used):
+            self.shell(".gitconfig", command)
+        for repo in repos[:1]:
+            hooks = gitfiles.hooks_folder(pairs, repo)
+            for hook in gitfiles.HOOKS:
+                if self.exists(f"{hooks}/{hook}"):
+                    self.file(f"{hooks}/{hook}", "", folder)
+
+    def config(self, path: str, folder: str, depth: int = 0) -> list[tuple[str, str]]:
+        if not self.exists(path, folder):
+            return []
+        seen = self.read(path, folder)
+        pairs = gitfiles.config_pairs(seen.text) if seen is not None and seen.text else []
+        for include in gitfiles.included(pairs, self.a.reader.path_of(path, folder)) if depth < 3 else []:
+            pairs += self.config(include, folder, depth + 1)
+        return pairs
+
+    def exists(self, name: str, folder: str | None = "/") -> bool:
+        """Whether the workspace has this path (a symlink or unreadable entry counts: reading it will ask)."""
+        seen = self.a.reader.read(name, folder)
+        return seen is not None and seen.problem != "it does not exist yet"
+
     def make(self, cmd: Cmd, folder: str | None) -> None:
         goals, named, directory, overrides = goals_and_options(cmd.argv[1:])
         if directory and folder:
@@ -229,16 +179,3 @@ class FileJudge:
                     self.a.notes.add(f"runs a file the gate cannot read ({name}: recipes run by {makefile.odd_shell})")
                 self.shell(name, makefile.shell_for(goals))
             return
-
-
-def from_shebang(text: str) -> str:
-    """How a file run by its own name is read: its #! line's interpreter, shell without one, binary if not text."""
-    if "\0" in text[:1024] or text.startswith("\x7fELF"):
-        return "binary"
-    m = SHEBANG.match(text)
-    if not m:
-        return "shell"
-    program = posixpath.basename(m.group(2) if m.group(1).endswith("/env") and m.group(2) else m.group(1))
-    if program in SHELLS:
-        return "shell"
-    return "code"

@@ -21,6 +21,7 @@ MAX_SCRIPT_BYTES = 256 * 1024
 # (/dev/stdin), and /proc (/proc/self/fd/…, /proc/self/cwd/…).
 SCRATCH = ("/tmp", "/var/tmp", "/dev", "/proc", "/run")
 DYNAMIC = set("$`*?[{")
+MAX_NAMES = 200
 
 
 @dataclass(frozen=True)
@@ -68,17 +69,42 @@ class Workspace:
         return Seen(name, data.decode("utf-8", "replace"), hashlib.sha256(data).hexdigest())
 
 
+    def names_in(self, folder: str) -> list[str]:
+        """The entries of a workspace folder (sandbox path), [] when it is missing, outside or behind a symlink."""
+        path = self.path_of(folder, self.mount)
+        if not (path == self.mount or path.startswith(self.mount + "/")):
+            return []
+        try:
+            fd = _open_folder(self.root, [p for p in path[len(self.mount) + 1:].split("/") if p])
+        except OSError:
+            return []
+        try:
+            return sorted(os.listdir(fd))[:MAX_NAMES]
+        finally:
+            os.close(fd)
+
+
+def _open_folder(root: str, parts: list[str]) -> int:
+    """A descriptor of root/parts…, each component opened beneath the last without following a symlink."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_beneath(root: str, relative: str, limit: int) -> bytes:
     """A regular file's bytes, opened component by component beneath `root` without following a symlink."""
     parts = [p for p in relative.split("/") if p not in ("", ".")]
     if not parts or ".." in parts:
         raise IsADirectoryError(errno.EISDIR, "not a file")
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = _open_folder(root, parts[:-1])
     try:
-        for part in parts[:-1]:
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            os.close(fd)
-            fd = inner
         file_fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
     finally:
         os.close(fd)

@@ -268,3 +268,36 @@ def test_more_script_than_the_gate_judges_at_once_is_asked_about(workspace):
     write(workspace, "big.sh", "echo hello world\n" * 3000)
     decision = judged("bash big.sh", workspace)
     assert decision.action == "ask" and "more shell than the gate judges" in decision.reason
+
+
+@pytest.mark.parametrize("path,text,command", [
+    (".gitconfig", "[alias]\n\tx = !rm -rf v\n", "git x"),
+    (".gitconfig", "[core]\n\tpager = rm -rf v\n", "git log"),
+    (".config/git/config", "[core]\n\tfsmonitor = \"sh -c 'rm -rf v'\"\n", "git status"),
+    ("repo/.git/config", "[core]\n\tsshCommand = rm -rf v\n", "cd repo && git fetch"),
+    ("repo/.git/config", "[include]\n\tpath = ../extra.cfg\n", "git -C repo status"),
+    ("repo/.git/hooks/pre-commit", "#!/bin/sh\nrm -rf v\n", "cd repo && git commit -m x"),
+    ("repo/.githooks/pre-push", "#!/bin/sh\nrm -rf v\n", "cd repo/sub && git push"),
+    (".ssh/config", "Host box\n  ProxyCommand sh -c 'rm -rf v'\n", "ssh box"),
+    (".local/lib/python3.11/site-packages/x.pth", "import os; os.system('rm -rf v')\n", "python3 --version"),
+    (".local/lib/python3.11/site-packages/usercustomize.py", "import shutil\nshutil.rmtree('v')\n", "pip list"),
+])
+def test_files_programs_run_without_being_named_are_judged(workspace, path, text, command):
+    """Reproduction: the workspace is HOME in the sandbox, so a written ~/.gitconfig alias or pager, a repo's
+    .git/config or hook, ~/.ssh/config's ProxyCommand or a user-site .pth ran a delete when `git`, `ssh` or any
+    python program started, though the line named none of them."""
+    write(workspace, "repo/.git/config", "[core]\n\thooksPath = .githooks\n" if ".githooks" in path else "[core]\n")
+    write(workspace, "repo/sub/keep", "")
+    write(workspace, "repo/extra.cfg", "[core]\n\tpager = rm -rf v\n")
+    assert judged(command, workspace).action == "run" or path == "repo/.git/config", command
+    write(workspace, path, text)
+    assert judged(command, workspace).action == "ask", (path, command)
+
+
+def test_ordinary_git_and_python_home_files_run(workspace):
+    write(workspace, ".gitconfig", "[user]\n\tname = me\n[core]\n\tpager = less -R\n[credential]\n\thelper = store\n"
+                                   "[alias]\n\tst = status\n\tx = !rm -rf v\n")
+    write(workspace, "repo/.git/hooks/pre-commit.sample", "#!/bin/sh\nrm -rf v\n")
+    write(workspace, ".local/lib/python3.11/site-packages/paths.pth", "/workspace/lib\n")
+    for command in ("git status", "cd repo && git commit -m x", "git st", "python3 --version", "git log -p"):
+        assert judged(command, workspace).action == "run", command
