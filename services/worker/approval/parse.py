@@ -44,10 +44,11 @@ class Analysis:
     too_deep: bool = False
     reader: Workspace | None = None
     scripts: list = field(default_factory=list)
-    script_paths: set[str] = field(default_factory=set)
+    run_paths: set[str] = field(default_factory=set)
     walked: set[tuple[str, str | None]] = field(default_factory=set)
     shell_chars: int = 0
     home_read: set[str] = field(default_factory=set)
+    folders: set[str] = field(default_factory=lambda: {MOUNT})
 
 
 def analyse(text: str, reader: Workspace | None = None) -> Analysis:
@@ -185,6 +186,7 @@ class Walker:
             self.dirs.clear()
             return
         self.dirs |= {self.a.reader.path_of(target, d) for d in self.dirs}
+        self.a.folders |= self.dirs
 
     def inner(self, cmd: Cmd) -> None:
         """Walk what a command runs in turn: shells' -c, eval, su -c, xargs, find -exec, trap, here-strings."""

@@ -79,21 +79,24 @@ def reads_code_from_stdin(cmd: Cmd) -> bool:
 
 
 def line_writes_its_scripts(analysis) -> str | None:
-    """A script the same line also writes (a redirect into it, or a command other than a reader naming it)."""
-    names = {posixpath.basename(p) for p in analysis.script_paths}
-    if not names:
+    """A file the line runs that it also writes: a redirect into it, or a command other than a reader naming it."""
+    if not analysis.run_paths:
         return None
+
+    def hits(word: str) -> set[str]:
+        return {analysis.reader.path_of(word, d) for d in analysis.folders} & analysis.run_paths
+
     for cmd in analysis.commands:
         for op, target in cmd.redirects:
-            if ">" in op and posixpath.basename(target) in names:
+            if ">" in op and not target.isdigit() and (re.search(r"[$`*?]", target) or hits(target)):
                 return posixpath.basename(target)
         if cmd.name in READERS:
             continue
-        own = {posixpath.basename(n) for n, _ in files_run(cmd, getattr(cmd, "path", cmd.name))}
+        own = {p for name, _ in files_run(cmd, getattr(cmd, "path", cmd.name)) for p in hits(name)}
         for word in cmd.argv[1:]:
-            base = posixpath.basename(word.split("=", 1)[-1])
-            if base in names and base not in own:
-                return base
+            written = hits(word.split("=", 1)[-1]) - own
+            if written:
+                return posixpath.basename(written.pop())
     return None
 
 

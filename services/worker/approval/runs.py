@@ -47,8 +47,8 @@ class FileJudge:
         seen = self.a.reader.read(name, folder)
         if seen is None:
             return None
-        if folder is not None and not seen.problem:
-            self.a.script_paths.add(self.a.reader.path_of(name, folder))
+        if folder is not None:
+            self.a.run_paths.add(self.a.reader.path_of(name, folder))
         if (seen.name, seen.digest) not in {(s.name, s.digest) for s in self.a.scripts}:
             self.a.scripts.append(seen)
         if seen.problem:
@@ -56,9 +56,8 @@ class FileJudge:
         return seen
 
     def file(self, name: str, language: str, folder: str | None) -> None:
-        if language == "module":
-            if self.a.reader.read(name, folder) is None or self.a.reader.read(name, folder).problem:
-                return  # an installed module, or none: python finds it outside the workspace
+        if language == "module" and not self.exists(name, folder):
+            return  # an installed module, or none: python finds it outside the workspace
         seen = self.read(name, folder)
         if seen is None or seen.text is None:
             return
@@ -97,14 +96,12 @@ class FileJudge:
         modules = [[f"{m}.py", f"{m}/__init__.py"] for m in code.imported_modules(seen.text or "")]
         for candidates in modules + code.relative_requires(seen.text or ""):
             for candidate in candidates:
-                found = self.a.reader.read(candidate, here)
-                if found is not None and found.problem != "it does not exist yet" and self.walker.depth < 4:
+                if self.exists(candidate, here) and self.walker.depth < 4:
                     self.file(candidate, "code", here)
                     break
 
     def package_script(self, script: str, folder: str | None) -> None:
-        seen = self.a.reader.read("package.json", folder)
-        if seen is None or seen.problem == "it does not exist yet":
+        if not self.exists("package.json", folder):
             return
         seen = self.read("package.json", folder)
         try:
@@ -125,7 +122,7 @@ class FileJudge:
                     self.code(Seen(name, homefiles.pth_code(name, seen.text), seen.digest), self.a.reader.mount)
         if homefiles.uses_ssh(cmd.name, gitfiles.subcommand(cmd.argv[1:])[0]) and "ssh" not in self.a.home_read:
             self.a.home_read.add("ssh")
-            if self.exists("~/.ssh/config"):
+            if self.exists("~/.ssh/config", self.a.reader.mount):
                 seen = self.read("~/.ssh/config", self.a.reader.mount)
                 for command in homefiles.ssh_commands(seen.text or "") if seen else []:
                     self.shell("~/.ssh/config", command)
@@ -136,7 +133,7 @@ class FileJudge:
         if folder is None:
             return
         folder = posixpath.join(folder, directory) if directory else folder
-        repos = [r for r in gitfiles.repositories(folder, self.a.reader.mount) if self.exists(f"{r}/.git")]
+        repos = [r for r in gitfiles.repositories(folder, self.a.reader.mount) if self.exists(f"{r}/.git", folder, runs=False)]
         configs = list(gitfiles.USER_CONFIGS) + [f"{r}/.git/config" for r in repos[:1]]
         pairs: list[tuple[str, str]] = []
         for path in configs:
@@ -146,7 +143,7 @@ class FileJudge:
         for repo in repos[:1]:
             hooks = gitfiles.hooks_folder(pairs, repo)
             for hook in gitfiles.HOOKS:
-                if self.exists(f"{hooks}/{hook}"):
+                if self.exists(f"{hooks}/{hook}", folder):
                     self.file(f"{hooks}/{hook}", "", folder)
 
     def config(self, path: str, folder: str, depth: int = 0) -> list[tuple[str, str]]:
@@ -158,9 +155,14 @@ class FileJudge:
             pairs += self.config(include, folder, depth + 1)
         return pairs
 
-    def exists(self, name: str, folder: str | None = "/") -> bool:
-        """Whether the workspace has this path (a symlink or unreadable entry counts: reading it will ask)."""
+    def exists(self, name: str, folder: str | None, runs: bool = True) -> bool:
+        """Whether the workspace has this path (a symlink or unreadable entry counts: reading it will ask).
+
+        Either way the path is one the line runs if it is there, so the line writing it is asked about.
+        """
         seen = self.a.reader.read(name, folder)
+        if seen is not None and folder is not None and runs:
+            self.a.run_paths.add(self.a.reader.path_of(name, folder))
         return seen is not None and seen.problem != "it does not exist yet"
 
     def make(self, cmd: Cmd, folder: str | None) -> None:
@@ -168,8 +170,7 @@ class FileJudge:
         if directory and folder:
             folder = posixpath.join(folder, directory)
         for name in ([named] if named else MAKEFILES):
-            seen = self.a.reader.read(name, folder)
-            if seen is not None and seen.problem == "it does not exist yet" and not named:
+            if not named and not self.exists(name, folder):
                 continue
             seen = self.read(name, folder)
             if seen is not None and seen.text is not None:

@@ -192,6 +192,19 @@ def test_a_line_that_writes_the_script_it_runs_is_asked_about(workspace):
     assert judged("cat s.sh && bash s.sh", workspace).action == "run"
 
 
+def test_a_line_that_writes_a_file_run_without_being_named_is_asked_about(workspace):
+    """Reproduction: a file that did not exist yet when the gate looked (a Makefile, a git hook, a module the
+    script imports) was written by the same line and then run: `echo … > Makefile && make`."""
+    write(workspace, "repo/.git/config", "[core]\n")
+    write(workspace, "s.py", "import helper\nhelper.go()\n")
+    for command in ("echo 'all:;rm -rf v' > Makefile && make", "cd repo && cp x .git/hooks/pre-commit && git commit",
+                    "cd repo && mv .git/hooks/pre-commit.sample .git/hooks/pre-commit; git commit",
+                    "cp evil.py helper.py; python3 s.py", "echo '{}' > package.json && npm test"):
+        assert judged(command, workspace).action == "ask", command
+    for command in ("cd repo && git config user.email me@example.com", "du -sh repo/.git; git -C repo status"):
+        assert judged(command, workspace).action == "run", command
+
+
 def test_the_workdir_decides_which_file_is_read(workspace):
     write(workspace, "s.sh", HARMLESS)
     write(workspace, "sub/s.sh", DELETE)
