@@ -78,8 +78,8 @@ def guardian_messages(command: str, reason: str, scripts: list[tuple[str, str]] 
     """Chat messages asking the guardian model for one word about this command (and the scripts it runs)."""
     parts = [f"Pattern matched: {reason}", fence(withhold_text(strip_comments(command)))]
     for name, text in scripts:
-        parts.append(f"It runs the workspace file {fence(withhold_text(name), 'script')[9:-10]}:\n"
-                     + fence(withhold_text(strip_comments(text)), "script"))
+        shown = withhold_text(name).replace("<", "&lt;")
+        parts.append(f"It runs the workspace file {shown}:\n" + fence(withhold_text(strip_comments(text)), "script"))
     parts.append("One word: low, high or uncertain.")
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
 

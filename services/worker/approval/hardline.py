@@ -103,7 +103,7 @@ def _kill_all(cmd: Cmd) -> bool:
 
 
 def _minus_one(arg: str) -> bool:
-    """The pid -1 however it is spelled: kill reads pids as decimal integers (-01, -000001, +-1 is not one)."""
+    """The pid -1 however it is spelled: kill reads a pid as a decimal integer, so -01 and -000001 are -1 too."""
     return re.fullmatch(r"-0*1", arg.strip()) is not None
 
 

@@ -42,10 +42,11 @@ def files_run(cmd: Cmd, path: str) -> list[tuple[str, str]]:
         target = script_argument(name, args)
         if target == "-m":
             module = args[args.index("-m") + 1] if args.index("-m") + 1 < len(args) else ""
-            return [(module.replace(".", "/") + ".py", "module")] if module else []
+            base = module.replace(".", "/")
+            return [(f"{base}.py", "module"), (f"{base}/__main__.py", "module")] if module else []
         rcfile = [args[i + 1] for i in range(len(args) - 1) if args[i] in ("--rcfile", "--init-file")]
         if target or rcfile:
-            return [(name, "shell") for name in rcfile] + ([(target, language)] if target else [])
+            return [(file, "shell") for file in rcfile] + ([(target, language)] if target else [])
         if any(op == "<" for op, _ in cmd.redirects):
             return [(next(t for op, t in cmd.redirects if op == "<"), language)]
     return []

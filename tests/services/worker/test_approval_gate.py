@@ -233,3 +233,10 @@ def test_a_guardian_that_obeys_quoted_text_still_cannot_wave_a_delete_through():
     assert "placeholders" in guardian_messages(command, "recursive delete")[0]["content"]
     assert decide("rm -rf 'build'", "smart", guardian=obedient).action == "ask"
     assert "'build'" in asked[-1]  # a plain quoted word (a path) is shown as it is
+
+
+def test_a_session_key_fits_the_approvals_table_however_long_the_command():
+    decision = decide("rm -rf " + " ".join(f"build-{i}" for i in range(200)) + "; git reset --hard", "manual")
+    assert decision.action == "ask" and len(decision.key) <= 255 and "sha256:" in decision.key
+    again = decide("rm -rf " + " ".join(f"build-{i}" for i in range(200)) + "; git reset --hard", "manual")
+    assert again.key == decision.key
