@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from .words import has_glob
 
-SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox-sh"}
+SHELLS = {"sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "csh", "tcsh", "fish",
+          "busybox-sh"}
+# An interpreter named with its version runs like the plain one: python3.11, perl5.36, ruby3.1, php8.2.
+VERSIONED = re.compile(r"^(python|perl|ruby|php|lua|node)(\d[\d.]*)$")
 # Programs whose only job is to run the rest of the line: (name, options taking a value).
 PREFIXES = {
     "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
@@ -52,8 +56,10 @@ class Cmd:
 
 
 def program_name(word: str) -> str:
-    """`/bin/rm` -> rm; a glob such as `/???/r?` resolves to the known program it matches."""
+    """`/bin/rm` -> rm, `python3.11` -> python3; a glob such as `/???/r?` resolves to the known program it matches."""
     base = posixpath.basename(word.rstrip("/")) or word
+    if m := VERSIONED.match(base):
+        return "python3" if m.group(1) == "python" and m.group(2).startswith("3") else m.group(1)
     if has_glob(base):
         for known in KNOWN_PROGRAMS:
             if fnmatchcase(known, base):

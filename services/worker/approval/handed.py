@@ -21,6 +21,8 @@ def handed_commands(name: str, args: list[str]) -> list[tuple[str, str]]:
         return [("runs a nested shell command (tar)", value) for value in _tar(args)]
     if name in EDITORS:
         return [("runs a nested shell command (editor)", value) for value in _editor(args)]
+    if (name == "hash" and "-p" in args) or (name == "enable" and any(a.startswith("-") and "f" in a for a in args)):
+        return [(f"runs a file the gate cannot read ({name} {' '.join(args)[:60]}: loaded under another name)", "")]
     if name == "alias":
         return [("", value) for arg in args if "=" in arg for value in [arg.split("=", 1)[1]] if value]
     if name == "watch":
@@ -50,6 +52,34 @@ def _editor(args: list[str]) -> list[str]:
         if not m and re.search(r"\b(system|!|terminal|py3?|python3?|lua|perl|ruby)\b", script):
             out.append("eval " + "'" + script.replace("'", "") + "'")
     return out
+
+
+# Variables whose value is a command a program runs, and variables that make programs load other code.
+COMMAND_VARIABLES = {"GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "PAGER", "EDITOR", "VISUAL",
+                     "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "SSH_ASKPASS", "BROWSER", "MANPAGER",
+                     "LESSOPEN", "LESSCLOSE", "PROMPT_COMMAND", "GIT_PROXY_COMMAND", "RSYNC_RSH"}
+LOADING_VARIABLES = {"BASH_ENV", "ENV", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_PRELOAD", "PYTHONSTARTUP", "PYTHONHOME",
+                     "PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS", "GIT_CONFIG_GLOBAL",
+                     "GIT_CONFIG_SYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DIR", "GIT_EXEC_PATH",
+                     "GIT_TEMPLATE_DIR", "HOME", "XDG_CONFIG_HOME", "SHELLOPTS", "BASHOPTS", "PS4", "GCONV_PATH",
+                     "MAKEFLAGS", "MAKEFILES"}
+
+
+def environment(assignments: dict[str, str]) -> list[tuple[str, str]]:
+    """(note, shell text) for variables set on the line that make programs run or load something else."""
+    out = []
+    for name, value in assignments.items():
+        if name in COMMAND_VARIABLES and value:
+            out.append(("", value))
+        elif name in LOADING_VARIABLES or (name == "PATH" and not _system_path(value)):
+            out.append((f"the line sets a variable that makes programs load other code ({name})", ""))
+    return out
+
+
+def _system_path(value: str) -> bool:
+    """A PATH made only of system folders (and the old PATH): no workspace, relative or scratch folder."""
+    return all(part in ("$PATH", "${PATH}") or (part.startswith("/") and not part.startswith(("/workspace", "/tmp")))
+               for part in value.split(":"))
 
 
 def skip_options(args: list[str], with_value: set[str]) -> list[str]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
 
 import bashlex
 
+from .analysis import Analysis
 from .commands import SHELLS, Cmd, program_name, strip_prefixes, unwrap
-from .handed import handed_commands, skip_options
+from .handed import environment, handed_commands, skip_options
 from .runners import line_writes_its_scripts, reads_code_from_stdin
 from .runs import FileJudge
 from .scripts import MOUNT, Workspace
@@ -28,27 +28,6 @@ EMBEDDED_SHELL = re.compile(r"(?:system|popen|call|run|check_output|check_call|e
 HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z_0-9]*)\2")
 OPERATOR = re.compile(r"^[;&|()]+$")
 REDIRECT = re.compile(r"^(\d*)(>>?|<<<|<|>\||&>>?|<>)$")
-
-
-@dataclass
-class Analysis:
-    """Everything one command line would run, and what made it hard to see."""
-
-    commands: list[Cmd] = field(default_factory=list)
-    pipelines: list[list[Cmd]] = field(default_factory=list)
-    functions: dict[str, list[Cmd]] = field(default_factory=dict)
-    forking_functions: set[str] = field(default_factory=set)
-    texts: list[str] = field(default_factory=list)
-    notes: set[str] = field(default_factory=set)
-    unparsed: bool = False
-    too_deep: bool = False
-    reader: Workspace | None = None
-    scripts: list = field(default_factory=list)
-    run_paths: set[str] = field(default_factory=set)
-    walked: set[tuple[str, str | None]] = field(default_factory=set)
-    shell_chars: int = 0
-    home_read: set[str] = field(default_factory=set)
-    folders: set[str] = field(default_factory=lambda: {MOUNT})
 
 
 def analyse(text: str, reader: Workspace | None = None) -> Analysis:
@@ -135,6 +114,7 @@ class Walker:
                 redirects.append((p.type, value))
                 if p.type in ("<<", "<<-") and getattr(p, "heredoc", None) is not None:
                     redirects.append(("<<body", p.heredoc.value.rpartition("\n")[0]))
+        self.environment(assigned)
         if not words:
             if "IFS" in assigned:
                 self.a.notes.add("the line changes IFS, so its words split in ways the gate cannot see")
@@ -160,6 +140,8 @@ class Walker:
     # --- one simple command --------------------------------------------------------------------
     def add(self, words: list[str], redirects: list[tuple[str, str]], piped_in: bool) -> Cmd | None:
         raw, prefixes, sudo_flags = unwrap(words)
+        self.environment(dict(w.split("=", 1) for w in words[:max(0, len(words) - len(raw))] if "=" in w
+                              and w.split("=", 1)[0].isidentifier()))
         if not raw:
             return None
         argv = [program_name(raw[0]), *raw[1:]]
@@ -177,6 +159,14 @@ class Walker:
         self.inner(cmd)
         FileJudge(self).command(cmd, cmd.path)  # type: ignore[attr-defined]
         return cmd
+
+    def environment(self, assigned: dict[str, str]) -> None:
+        """Variables set on the line: a command-valued one is walked, one that loads other code is noted."""
+        for note, text in environment(assigned):
+            if note:
+                self.a.notes.add(note)
+            else:
+                self.nested(text)
 
     def change_folder(self, target: str) -> None:
         """Every folder the line may now be in; a subshell's `cd` may not last, so the old ones stay."""
@@ -218,10 +208,13 @@ class Walker:
                     end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+", "\\;")), len(args))
                     if args[i + 1:end]:
                         self.add(args[i + 1:end], [], False)
+        if name in ("export", "declare", "typeset", "readonly", "local"):
+            self.environment(dict(a.split("=", 1) for a in args if "=" in a and a.split("=", 1)[0].isidentifier()))
         for note, text in handed_commands(name, args):
             if note:
                 self.a.notes.add(note)
-            self.nested(text)
+            if text:
+                self.nested(text)
         if name in INTERPRETERS and reads_code_from_stdin(cmd) and any(op == "<<<" for op, _ in cmd.redirects):
             self.a.notes.add("runs a here-string as an inline script")
         if name in INTERPRETERS:

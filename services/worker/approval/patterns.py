@@ -72,6 +72,7 @@ RULES: list[tuple[str, str, str]] = [
     ("runs a file the gate cannot read", "note", r"^runs a file the gate cannot read"),
     ("runs a program whose name is only known when the command runs", "note", r"^runs a program whose name"),
     ("the line changes IFS", "note", r"^the line changes IFS"),
+    ("the line sets a variable that makes programs load other code", "note", r"^the line sets "),
     ("tar deletes what it archives", "cmd", r"^tar\b.*\s--remove-files\b"),
     ("a script starts a program built at run time", "note", r"^a script starts a program"),
     ("a script deletes recursively", "note", r"^a script deletes recursively"),

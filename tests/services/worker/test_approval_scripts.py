@@ -201,7 +201,8 @@ def test_a_line_that_writes_a_file_run_without_being_named_is_asked_about(worksp
                     "cd repo && mv .git/hooks/pre-commit.sample .git/hooks/pre-commit; git commit",
                     "cp evil.py helper.py; python3 s.py", "echo '{}' > package.json && npm test"):
         assert judged(command, workspace).action == "ask", command
-    for command in ("cd repo && git config user.email me@example.com", "du -sh repo/.git; git -C repo status"):
+    for command in ("cd repo && git config user.email me@example.com", "du -sh repo/.git; git -C repo status",
+                    "export PATH=$PATH:/usr/local/go/bin", "EDITOR=vim git commit", "PATH=/opt/x/bin:$PATH make"):
         assert judged(command, workspace).action == "run", command
 
 
