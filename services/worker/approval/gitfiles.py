@@ -73,7 +73,7 @@ def hooks_folder(pairs: list[tuple[str, str]], repository: str) -> str:
 
 
 def repositories(folder: str, mount: str) -> list[str]:
-    """The folder and each parent up to the workspace: where git looks for .git."""
+    """The folder and each parent up to the workspace: where git looks for .git (and pytest for conftest.py)."""
     out = []
     while folder == mount or folder.startswith(mount + "/"):
         out.append(folder)

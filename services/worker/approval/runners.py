@@ -35,6 +35,8 @@ def files_run(cmd: Cmd, path: str) -> list[tuple[str, str]]:
         return [("", "make")]
     if name == "git":
         return [("", "git")]
+    if name in ("pytest", "py.test"):
+        return test_paths(args)
     if name in PACKAGE_MANAGERS:
         return [("package.json", "npm:" + script) for script in package_scripts(name, args)]
     if name in SHELLS or name in CODE:
@@ -43,6 +45,8 @@ def files_run(cmd: Cmd, path: str) -> list[tuple[str, str]]:
         if target == "-m":
             module = args[args.index("-m") + 1] if args.index("-m") + 1 < len(args) else ""
             base = module.replace(".", "/")
+            if module == "pytest":
+                return [(f"{base}.py", "module")] + test_paths(args[args.index("-m") + 2:])
             return [(f"{base}.py", "module"), (f"{base}/__main__.py", "module")] if module else []
         rcfile = [args[i + 1] for i in range(len(args) - 1) if args[i] in ("--rcfile", "--init-file")]
         if target or rcfile:
@@ -50,6 +54,12 @@ def files_run(cmd: Cmd, path: str) -> list[tuple[str, str]]:
         if any(op == "<" for op, _ in cmd.redirects):
             return [(next(t for op, t in cmd.redirects if op == "<"), language)]
     return []
+
+
+def test_paths(args: list[str]) -> list[tuple[str, str]]:
+    """What pytest runs from the workspace: the files and folders named (the current folder when none is)."""
+    named = [a.split("::")[0] for a in args if not a.startswith("-")]
+    return [(path, "pytest") for path in named or ["."]][:4]
 
 
 def package_scripts(name: str, args: list[str]) -> list[str]:

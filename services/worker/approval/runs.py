@@ -38,6 +38,8 @@ class FileJudge:
                     self.make(cmd, folder)
                 elif language == "git":
                     self.git(cmd, folder)
+                elif language == "pytest":
+                    self.tests(name, folder)
                 elif language.startswith("npm:"):
                     self.package_script(language[4:], folder)
                 else:
@@ -76,6 +78,22 @@ class FileJudge:
             self.shell(name, seen.text)
         else:
             self.code(seen, folder)
+
+    def tests(self, name: str, folder: str | None) -> None:
+        """pytest imports the conftest.py of every folder above what it is given, and the test files there."""
+        if folder is None:
+            return
+        base = self.a.reader.path_of(name, folder)
+        for above in gitfiles.repositories(posixpath.dirname(base), self.a.reader.mount):
+            if self.exists(f"{above}/conftest.py", folder):
+                self.file(f"{above}/conftest.py", "code", folder)
+        if name.endswith(".py"):
+            return self.file(name, "code", folder)
+        for here in (base, f"{base}/tests", f"{base}/test"):
+            for entry in self.a.reader.names_in(here):
+                if entry == "conftest.py" or (entry.endswith(".py") and entry.startswith("test_")) \
+                        or entry.endswith("_test.py"):
+                    self.file(f"{here}/{entry}", "code", folder)
 
     def shell(self, name: str, text: str) -> None:
         """Walk a script's shell text, within the line's budget: the parser's cost grows with the text."""

@@ -240,7 +240,8 @@ def test_an_approval_is_bound_to_the_script_it_saw(workspace):
 CORPUS = Path(__file__).parent / "data" / "approval_corpus"
 ATTACK_FILES = {"s.sh": DELETE, "s.py": 'import os\nos.system("rm -rf v")\n', "a.sh": "echo a\n. ./s.sh\n",
                 "runner.py": 'import subprocess\nsubprocess.run(["bash", "s.sh"])\n', "Makefile": "all:\n\tbash s.sh\n",
-                "package.json": '{"scripts": {"x": "bash s.sh"}}', "list.txt": "v\n", "sub/keep": ""}
+                "package.json": '{"scripts": {"x": "bash s.sh"}}', "list.txt": "v\n", "sub/keep": "",
+                "conftest.py": 'import os\nos.system("rm -rf v")\n'}
 
 
 def attacks(name: str) -> list[str]:
@@ -315,3 +316,16 @@ def test_ordinary_git_and_python_home_files_run(workspace):
     write(workspace, ".local/lib/python3.11/site-packages/paths.pth", "/workspace/lib\n")
     for command in ("git status", "cd repo && git commit -m x", "git st", "python3 --version", "git log -p"):
         assert judged(command, workspace).action == "run", command
+
+
+def test_pytest_judges_the_conftest_and_test_files_it_imports(workspace):
+    """Reproduction: `pytest -q` ran unasked while a conftest.py the model wrote deleted `v` at import."""
+    write(workspace, "tests/test_a.py", "def test_a():\n    assert 1\n")
+    for command in ("pytest -q", "python3 -m pytest -q tests", "pytest tests/test_a.py::test_a"):
+        assert judged(command, workspace).action == "run", command
+    write(workspace, "conftest.py", 'import os\nos.system("rm -rf v")\n')
+    for command in ("pytest -q", "python3 -m pytest -q tests", "pytest tests/test_a.py::test_a"):
+        assert judged(command, workspace).action == "ask", command
+    (workspace / "conftest.py").unlink()
+    write(workspace, "tests/test_b.py", 'import shutil\n\ndef test_b():\n    shutil.rmtree("v")\n')
+    assert judged("pytest -q", workspace).action == "ask"
