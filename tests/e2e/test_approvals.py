@@ -193,3 +193,35 @@ def test_the_real_terminal_parks_a_dangerous_command_and_runs_it_in_the_sandbox_
         [result] = [m["content"] for m in messages if m["role"] == "tool"]
         assert json.loads(result) == {"output": "removed\n", "exit_code": 0}
     worker.stop()
+
+
+def test_a_script_written_with_write_file_parks_when_the_real_terminal_runs_it(stack, model):
+    """Reproduction: a script written with write_file and run with `bash s.sh` ran unasked in manual mode (the
+    gate judged the command line only). Now its content parks the turn; rewritten while the question waits,
+    the approval does not cover the new content: the turn parks again and only the second approval runs it."""
+    stack.data_dir.chmod(0o711)  # the sandbox runs a root worker's commands as an unprivileged uid
+    worker = stack.start_worker(name="worker-script", APPROVAL_MODE="manual")
+    key = stack.create_user("e2e-script")
+    with stack.client(key) as c:
+        me = c.get("/v1/keys").raise_for_status().json()["data"][0]["user_id"]
+        workspace = stack.data_dir / "users" / me / "workspace"
+        for name in ("victim", "other"):
+            (workspace / name).mkdir(parents=True)
+        model.on("run my script", tool_call([("write_file", {"path": "s.sh", "content": "rm -rf victim\n"})]),
+                 tool_call([("terminal", {"command": "bash s.sh && echo ran"})]), text("the script ran"))
+        turn_id = start_turn(c, "run my script")
+        first = wait_parked(c, turn_id)
+        assert (first["command"], first["reason"]) == ("bash s.sh && echo ran", "recursive delete")
+        assert (workspace / "victim").exists()
+
+        (workspace / "s.sh").write_text("rm -rf other\n")  # changed while the question waited
+        c.post(f"/v1/approvals/{first['id']}", json={"decision": "approve", "scope": "once"}).raise_for_status()
+        second = wait_until(lambda: next((q for q in pending(c) if q["id"] != first["id"]), None),
+                            what="the changed script to be asked about again")
+        assert second["reason"].startswith("changed since it was approved")
+        assert (workspace / "other").exists() and (workspace / "victim").exists()
+
+        c.post(f"/v1/approvals/{second['id']}", json={"decision": "approve", "scope": "once"}).raise_for_status()
+        assert wait_for_turn(c, turn_id)["output"] == "the script ran"
+        assert not (workspace / "other").exists() and (workspace / "victim").exists()
+    worker.stop()

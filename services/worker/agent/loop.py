@@ -219,7 +219,8 @@ class TurnRun:
     def gate(self, answers: dict | None = None) -> TurnGate:
         """The approval gate of this turn; the guardian is asked only in smart mode."""
         guardian = model_guardian(self.rt.settings, self.rt.redis) if self.rt.settings.approval_mode == "smart" else None
-        return TurnGate(self.rt.settings, self.rt.db, self.turn, guardian, answers)
+        return TurnGate(self.rt.settings, self.rt.db, self.turn, guardian, answers,
+                        workspace=self.tool_context().workspace)
 
     def tool_context(self) -> ToolContext:
         return ToolContext(user_id=self.turn.user_id, session_id=self.turn.session_id, turn_id=self.turn.id,

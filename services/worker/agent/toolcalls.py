@@ -160,7 +160,7 @@ class ToolBatch:
         self.registry = registry
         self.ctx = ctx
         self.cancelled = cancelled
-        self.gate = gate if gate is not None else UnattendedGate(ctx.settings)
+        self.gate = gate if gate is not None else UnattendedGate(ctx.settings, ctx.workspace)
 
     def run(self, calls: list[ToolCall], on_result: Callable[[CallResult], None]) -> list[CallResult]:
         """Run the calls; `on_result` sees each result in call order as soon as it and all before it are known."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Protocol
 
 from shared.config import Settings
@@ -21,6 +22,7 @@ from shared.stores import approvals
 from shared.stores.approvals import Verdict
 
 from .gate import Decision, decide, deny_patterns
+from .scripts import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -76,21 +78,26 @@ def refusal_for_answer(answer: Approval, timeout_seconds: float) -> str:
                    "how they want to proceed.")
 
 
-def _decide(settings: Settings, command: str, *, guardian, interactive: bool,
+def _decide(settings: Settings, command: str, *, guardian, interactive: bool, reader: Workspace | None,
             session_approved: frozenset[str] = frozenset()) -> Decision:
     return decide(command, settings.approval_mode, deny=deny_patterns(settings.approval_deny_patterns),
                   guardian=guardian, interactive=interactive, session_approved=session_approved,
-                  max_chars=settings.approval_max_command_chars)
+                  max_chars=settings.approval_max_command_chars, reader=reader)
+
+
+def _reader(workspace: Path | None) -> Workspace | None:
+    return Workspace(workspace) if workspace is not None else None
 
 
 class UnattendedGate:
     """No human to ask and no guardian: the floor and deny list apply, and a dangerous command is refused."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, workspace: Path | None = None) -> None:
         self.settings = settings
+        self.reader = _reader(workspace)
 
     def check(self, call_id: str, tool: str, command: str) -> Check:
-        decision = _decide(self.settings, command, guardian=None, interactive=False)
+        decision = _decide(self.settings, command, guardian=None, interactive=False, reader=self.reader)
         if decision.action == "run":
             return Check("run")
         log.info("approval gate refused a %s command in unattended work (%s)", tool, decision.rule)
@@ -101,29 +108,39 @@ class TurnGate:
     """The gate of one foreground turn: its user's settings, the session's approvals, the turn's answers."""
 
     def __init__(self, settings: Settings, db: Database, turn: Turn, guardian: Callable[[list[dict]], str] | None,
-                 answers: dict[str, Approval] | None = None) -> None:
+                 answers: dict[str, Approval] | None = None, workspace: Path | None = None) -> None:
         self.settings = settings
         self.db = db
         self.turn = turn
         self.guardian = guardian
         self.answers = answers or {}
+        self.reader = _reader(workspace)
 
     def check(self, call_id: str, tool: str, command: str) -> Check:
         answer = self.answers.pop(call_id, None)
-        if answer is not None:
-            if answer.status == ApprovalStatus.approved.value:
-                return Check("run")
+        if answer is not None and answer.status != ApprovalStatus.approved.value:
             return Check("refuse", refusal_for_answer(answer, self.settings.approval_timeout_seconds))
-        decision = _decide(self.settings, command, guardian=self.guardian, interactive=self.turn.interactive,
+        decision = _decide(self.settings, command, guardian=None if answer else self.guardian,
+                           interactive=self.turn.interactive, reader=self.reader,
                            session_approved=approvals.session_keys(self.db, self.turn.session_id))
+        if answer is not None:
+            decision = self.approved(answer, decision)
         verdict = Verdict(user_id=self.turn.user_id, session_id=self.turn.session_id, turn_id=self.turn.id,
                           tool_call_id=call_id, command=command, reason=decision.reason, rule=decision.rule,
                           key=decision.key)
         if decision.action == "ask":
             return Check("ask", verdict=verdict)
+        if answer is not None and decision.action == "run":
+            return Check("run")
         if decision.rule in RECORDED_RULES:
             approvals.record(self.db, verdict, approved=decision.action == "run")
         log.info("approval gate: %s a %s command (%s)", decision.action, tool, decision.rule)
         if decision.action == "run":
             return Check("run")
         return Check("refuse", refusal_for(decision))
+
+    def approved(self, answer: Approval, now: Decision) -> Decision:
+        """A human's approval holds for what they saw: a file it runs that changed since is asked about again."""
+        if now.action != "ask" or now.key == answer.key:
+            return Decision("run", "approved", "human", answer.key) if now.action != "refuse" else now
+        return Decision("ask", f"changed since it was approved: {now.reason}", "dangerous", now.key)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import posixpath
+import re
+import shlex
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from .words import has_glob
 
-SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox-sh"}
+SHELLS = {"sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "csh", "tcsh", "fish",
+          "busybox-sh"}
+# An interpreter named with its version runs like the plain one: python3.11, perl5.36, ruby3.1, php8.2.
+VERSIONED = re.compile(r"^(python|perl|ruby|php|lua|node)(\d[\d.]*)$")
 # Programs whose only job is to run the rest of the line: (name, options taking a value).
 PREFIXES = {
     "env": {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"},
@@ -47,12 +52,14 @@ class Cmd:
     def text(self) -> str:
         """The canonical spelling every pattern is written against."""
         head = " ".join([self.name, *canonical_args(self.name, self.argv[1:])]).strip()
-        return " ".join([head, *(f"{op} {target}" for op, target in self.redirects)])
+        return " ".join([head, *(f"{op} {target}" for op, target in self.redirects if op != "<<body")])
 
 
 def program_name(word: str) -> str:
-    """`/bin/rm` -> rm; a glob such as `/???/r?` resolves to the known program it matches."""
+    """`/bin/rm` -> rm, `python3.11` -> python3; a glob such as `/???/r?` resolves to the known program it matches."""
     base = posixpath.basename(word.rstrip("/")) or word
+    if m := VERSIONED.match(base):
+        return "python3" if m.group(1) == "python" and m.group(2).startswith("3") else m.group(1)
     if has_glob(base):
         for known in KNOWN_PROGRAMS:
             if fnmatchcase(known, base):
@@ -76,10 +83,36 @@ def canonical_args(name: str, args: list[str]) -> list[str]:
     return out
 
 
+def split_string(argv: list[str], i: int) -> bool:
+    """`env -S 'a b'` (or -S'a b', --split-string=…) runs `a b`: put its words in place of the option."""
+    opt = argv[i]
+    if opt in ("-S", "--split-string") and i + 1 < len(argv):
+        value, used = argv[i + 1], 2
+    elif opt.startswith("--split-string="):
+        value, used = opt.split("=", 1)[1], 1
+    elif opt.startswith("-S") and len(opt) > 2:
+        value, used = opt[2:], 1
+    else:
+        return False
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        words = value.split()
+    argv[i:i + used] = words
+    return True
+
+
 def strip_prefixes(argv: list[str]) -> tuple[list[str], list[str], set[str]]:
     """Remove env/sudo/exec/... wrappers and leading VAR=value words; returns (argv, prefixes, sudo flags)."""
+    rest, prefixes, sudo_flags = unwrap(argv)
+    return ([program_name(rest[0]), *rest[1:]] if rest else rest), prefixes, sudo_flags
+
+
+def unwrap(argv: list[str]) -> tuple[list[str], list[str], set[str]]:
+    """strip_prefixes, with the program still spelled as the line spells it (`./s.sh`, `/bin/rm`)."""
     prefixes: list[str] = []
     sudo_flags: set[str] = set()
+    argv = list(argv)
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -94,6 +127,8 @@ def strip_prefixes(argv: list[str]) -> tuple[list[str], list[str], set[str]]:
         i += 1
         while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
             opt = argv[i]
+            if name == "env" and split_string(argv, i):
+                break
             if name == "sudo":
                 sudo_flags |= ({opt} if opt.startswith("--") else {f"-{c}" for c in opt[1:]})
             i += 2 if opt in takes_value else 1
@@ -105,7 +140,4 @@ def strip_prefixes(argv: list[str]) -> tuple[list[str], list[str], set[str]]:
             i += 1
         if name == "chroot" and i < len(argv):
             i += 1  # the new root
-    rest = argv[i:]
-    if rest:
-        rest = [program_name(rest[0]), *rest[1:]]
-    return rest, prefixes, sudo_flags
+    return argv[i:], prefixes, sudo_flags

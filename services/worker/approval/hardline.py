@@ -30,8 +30,8 @@ def protected(target: str, cwd: str | None = None) -> str | None:
         return "the home folder"
     if not t.startswith("/") and cwd:
         t = posixpath.join("~" if cwd.startswith("~") else cwd, t)
-        if t.startswith("~"):
-            return "the home folder" if re.fullmatch(r"~/*(\*|\.)?/*", t) else None
+    if t.startswith("~/"):
+        return _in_home(t)
     if not t.startswith("/"):
         return None
     path = re.sub(r"/+", "/", t)
@@ -47,6 +47,16 @@ def protected(target: str, cwd: str | None = None) -> str | None:
             if fnmatchcase(candidate, path) or fnmatchcase(candidate + "/", path):
                 return candidate
     return None
+
+
+def _in_home(target: str) -> str | None:
+    """A target under ~ that is the home folder itself, or climbs above it (~/.., ~/a/../..)."""
+    if re.fullmatch(r"~/*(\*|\.)?/*", target):
+        return "the home folder"
+    path = posixpath.normpath("/home-folder/" + target[2:])
+    if path == "/home-folder":
+        return "the home folder"
+    return None if path.startswith("/home-folder/") else "a folder above the home folder"
 
 
 def _recursive_delete(cmd: Cmd) -> str | None:
@@ -73,9 +83,9 @@ def _find_delete(cmd: Cmd) -> str | None:
 
 
 def _kill_all(cmd: Cmd) -> bool:
-    """kill -1, kill -9 -1, kill -s KILL -1, kill -- -1: signal every process."""
+    """kill -1, kill -9 -1, kill -s KILL -1, kill -- -1, kill -9 -000001: signal every process."""
     args, i, signal_seen = cmd.argv[1:], 0, False
-    if args == ["-1"]:
+    if len(args) == 1 and _minus_one(args[0]):
         return True
     while i < len(args):
         arg = args[i]
@@ -83,13 +93,18 @@ def _kill_all(cmd: Cmd) -> bool:
             i, signal_seen = i + 2, True
             continue
         if arg == "--":
-            return "-1" in args[i + 1:]
+            return any(_minus_one(a) for a in args[i + 1:])
         if arg.startswith("-") and not signal_seen:
             signal_seen = True
-        elif arg == "-1":
+        elif _minus_one(arg):
             return True
         i += 1
     return False
+
+
+def _minus_one(arg: str) -> bool:
+    """The pid -1 however it is spelled: kill reads a pid as a decimal integer, so -01 and -000001 are -1 too."""
+    return re.fullmatch(r"-0*1", arg.strip()) is not None
 
 
 def _block_write(cmd: Cmd) -> str | None:

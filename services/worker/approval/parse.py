@@ -9,50 +9,45 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
 
 import bashlex
 
-from .commands import SHELLS, Cmd, strip_prefixes
-from .words import decode_base64, decode_hex, echo_escapes, expand, pre_parse
+from .analysis import Analysis
+from .commands import SHELLS, Cmd, program_name, strip_prefixes, unwrap
+from .handed import environment, handed_commands, skip_options
+from .runners import line_writes_its_scripts, reads_code_from_stdin
+from .runs import FileJudge
+from .scripts import MOUNT, Workspace
+from .payload import DECODERS, evaluate
+from .words import expand, pre_parse
 
 MAX_DEPTH = 6
+MAX_FOLDERS = 8
 INTERPRETERS = {"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh", "awk", "gawk"}
 EMBEDDED_SHELL = re.compile(r"(?:system|popen|call|run|check_output|check_call|exec|execSync|spawn|Popen)\s*\(\s*\[?\s*(['\"])(.+?)\1")
 HEREDOC = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z_0-9]*)\2")
 OPERATOR = re.compile(r"^[;&|()]+$")
 REDIRECT = re.compile(r"^(\d*)(>>?|<<<|<|>\||&>>?|<>)$")
-DECODERS = {"base64", "xxd", "openssl", "rev", "printf"}
 
 
-@dataclass
-class Analysis:
-    """Everything one command line would run, and what made it hard to see."""
-
-    commands: list[Cmd] = field(default_factory=list)
-    pipelines: list[list[Cmd]] = field(default_factory=list)
-    functions: dict[str, list[Cmd]] = field(default_factory=dict)
-    forking_functions: set[str] = field(default_factory=set)
-    texts: list[str] = field(default_factory=list)
-    notes: set[str] = field(default_factory=set)
-    unparsed: bool = False
-    too_deep: bool = False
-
-
-def analyse(text: str) -> Analysis:
-    """The simple commands of `text`, nested shells and decoded payloads included."""
-    analysis = Analysis()
-    Walker(analysis, 0, {}).run(text)
+def analyse(text: str, reader: Workspace | None = None) -> Analysis:
+    """The simple commands of `text`, nested shells, decoded payloads and (with a reader) the files it runs."""
+    analysis = Analysis(reader=reader)
+    Walker(analysis, 0, {}, {MOUNT}).run(text)
+    rewritten = line_writes_its_scripts(analysis)
+    if rewritten:
+        analysis.notes.add(f"runs a file the gate cannot read ({rewritten}: the same command line writes it)")
     return analysis
 
 
 class Walker:
     """Walks one shell text (and, recursively, the texts it runs)."""
 
-    def __init__(self, analysis: Analysis, depth: int, variables: dict[str, str]) -> None:
+    def __init__(self, analysis: Analysis, depth: int, variables: dict[str, str], dirs: set[str]) -> None:
         self.a, self.depth, self.variables = analysis, depth, variables
         self.source = ""
         self.cwd: str | None = None
+        self.dirs = dirs  # the folders the command may be in (empty: only known when it runs)
 
     def run(self, text: str) -> None:
         if self.depth > MAX_DEPTH:
@@ -70,8 +65,9 @@ class Walker:
         for tree in trees:
             self.node(tree)
 
-    def nested(self, text: str) -> None:
-        Walker(self.a, self.depth + 1, dict(self.variables)).run(text)
+    def nested(self, text: str, script: bool = False) -> None:
+        """Walk a text this one runs; a script file gets a fresh set of variables, as a new shell would."""
+        Walker(self.a, self.depth + 1, {} if script else dict(self.variables), set(self.dirs)).run(text)
 
     # --- the syntax tree -----------------------------------------------------------------------
     def node(self, n, piped_in: bool = False):
@@ -116,7 +112,12 @@ class Walker:
                 target = p.output
                 value = " ".join(self.word(target)) if getattr(target, "kind", None) == "word" else str(target)
                 redirects.append((p.type, value))
+                if p.type in ("<<", "<<-") and getattr(p, "heredoc", None) is not None:
+                    redirects.append(("<<body", p.heredoc.value.rpartition("\n")[0]))
+        self.environment(assigned)
         if not words:
+            if "IFS" in assigned:
+                self.a.notes.add("the line changes IFS, so its words split in ways the gate cannot see")
             self.variables.update(assigned)
             return None
         return self.add(words, redirects, piped_in)
@@ -138,17 +139,44 @@ class Walker:
 
     # --- one simple command --------------------------------------------------------------------
     def add(self, words: list[str], redirects: list[tuple[str, str]], piped_in: bool) -> Cmd | None:
-        argv, prefixes, sudo_flags = strip_prefixes(words)
-        if not argv:
+        raw, prefixes, sudo_flags = unwrap(words)
+        self.environment(dict(w.split("=", 1) for w in words[:max(0, len(words) - len(raw))] if "=" in w
+                              and w.split("=", 1)[0].isidentifier()))
+        if not raw:
             return None
+        argv = [program_name(raw[0]), *raw[1:]]
         fed = piped_in or any(op in ("<<<", "<") for op, _ in redirects)
         cmd = Cmd(argv, redirects, prefixes, sudo_flags, fed)
         cmd.cwd = self.cwd  # type: ignore[attr-defined]
+        cmd.path = raw[0]  # type: ignore[attr-defined]
         self.a.commands.append(cmd)
+        if re.search(r"[$`]", raw[0]):
+            self.a.notes.add(f"runs a program whose name is only known when the command runs ({raw[0]})")
         if cmd.name == "cd" and len(argv) > 1:
             self.cwd = argv[1] if argv[1].startswith(("/", "~")) else self.cwd
+        if cmd.name in ("cd", "pushd"):
+            self.change_folder(argv[1] if len(argv) > 1 else "~")
         self.inner(cmd)
+        FileJudge(self).command(cmd, cmd.path)  # type: ignore[attr-defined]
         return cmd
+
+    def environment(self, assigned: dict[str, str]) -> None:
+        """Variables set on the line: a command-valued one is walked, one that loads other code is noted."""
+        for note, text in environment(assigned):
+            if note:
+                self.a.notes.add(note)
+            else:
+                self.nested(text)
+
+    def change_folder(self, target: str) -> None:
+        """Every folder the line may now be in; a subshell's `cd` may not last, so the old ones stay."""
+        if self.a.reader is None:
+            return
+        if target == "-" or re.search(r"[$`*?\[]", target) or len(self.dirs) >= MAX_FOLDERS:
+            self.dirs.clear()
+            return
+        self.dirs |= {self.a.reader.path_of(target, d) for d in self.dirs}
+        self.a.folders |= self.dirs
 
     def inner(self, cmd: Cmd) -> None:
         """Walk what a command runs in turn: shells' -c, eval, su -c, xargs, find -exec, trap, here-strings."""
@@ -166,10 +194,12 @@ class Walker:
         elif name == "eval" and args:
             self.a.notes.add("runs a nested shell command (eval)")
             self.nested(" ".join(args))
-        elif name in ("watch", "trap") and args:
-            self.nested(args[0] if name == "trap" else " ".join(a for a in args if not a.startswith("-")))
+        elif name == "trap" and args:
+            self.nested(args[0])
         elif name == "xargs":
             rest = skip_options(args, {"-I", "-i", "-n", "-P", "-d", "-L", "-s", "-E", "-a", "--max-args"})
+            if rest and program_name(rest[0]) in SHELLS | INTERPRETERS | {"source", "."}:
+                self.a.notes.add(f"runs a file the gate cannot read (xargs {rest[0]}: named on its input)")
             if rest:
                 self.add(rest, [], True)
         elif name == "find":
@@ -178,7 +208,16 @@ class Walker:
                     end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+", "\\;")), len(args))
                     if args[i + 1:end]:
                         self.add(args[i + 1:end], [], False)
-        elif name in INTERPRETERS:
+        if name in ("export", "declare", "typeset", "readonly", "local"):
+            self.environment(dict(a.split("=", 1) for a in args if "=" in a and a.split("=", 1)[0].isidentifier()))
+        for note, text in handed_commands(name, args):
+            if note:
+                self.a.notes.add(note)
+            if text:
+                self.nested(text)
+        if name in INTERPRETERS and reads_code_from_stdin(cmd) and any(op == "<<<" for op, _ in cmd.redirects):
+            self.a.notes.add("runs a here-string as an inline script")
+        if name in INTERPRETERS:
             for arg in args:
                 for m in EMBEDDED_SHELL.finditer(arg):
                     self.nested(m.group(2))
@@ -187,13 +226,17 @@ class Walker:
         """Record the pipeline; decode what flows into a shell and walk it too."""
         self.a.pipelines.append(cmds)
         for i, cmd in enumerate(cmds):
-            reads_stdin = cmd.name in SHELLS and not any(not a.startswith("-") or "c" in a for a in cmd.argv[1:])
-            if i and reads_stdin:
-                payload = evaluate(cmds[:i])
-                if any(c.name in DECODERS for c in cmds[:i]):
-                    self.a.notes.add("decoded content piped to a shell")
-                if payload is not None:
-                    self.nested(payload)
+            if not i or not reads_code_from_stdin(cmd):
+                continue
+            payload = evaluate(cmds[:i])
+            if cmd.name not in SHELLS:
+                self.a.notes.add("runs piped text as an inline script")
+            elif any(c.name in DECODERS for c in cmds[:i]):
+                self.a.notes.add("decoded content piped to a shell")
+            if cmd.name in SHELLS and payload is not None:
+                self.nested(payload)
+            elif cmd.name in SHELLS:
+                self.a.notes.add("a shell runs piped input the gate cannot see")
 
     # --- heredocs and the fallback -------------------------------------------------------------
     def _heredocs(self, text: str) -> None:
@@ -248,43 +291,3 @@ class Walker:
                 segment, redirects = [], []
             else:
                 segment.append(token)
-
-
-def skip_options(args: list[str], with_value: set[str]) -> list[str]:
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        i += 2 if args[i] in with_value else 1
-    return args[i:]
-
-
-def evaluate(stages: list[Cmd]) -> str | None:
-    """The output of a pipeline of echo/printf/base64 -d/xxd -r/rev, or None when it is not static."""
-    data: str | None = None
-    for cmd in stages:
-        here = next((t for op, t in cmd.redirects if op == "<<<"), None)
-        if here is not None:
-            data = here + "\n"
-        name, args = cmd.name, cmd.argv[1:]
-        flags = {a for a in args if a.startswith("-")}
-        plain = [a for a in args if not a.startswith("-")]
-        if name == "echo":
-            data = echo_escapes(" ".join(plain)) + ("" if "-n" in flags else "\n")
-        elif name == "printf":
-            data = echo_escapes(plain[0] if plain else "")
-            for value in plain[1:]:
-                data = re.sub(r"%[sb]", lambda _m, v=value: v, data, count=1)
-        elif name == "cat" and not plain:
-            pass
-        elif name == "base64" and flags & {"-d", "--decode", "-D", "-di", "-id"}:
-            data = decode_base64(data) if data is not None else None
-        elif name == "openssl" and "-d" in flags and ("base64" in args or "-base64" in flags or "-a" in flags):
-            data = decode_base64(data) if data is not None else None
-        elif name == "xxd" and any("r" in f for f in flags):
-            data = decode_hex(data) if data is not None else None
-        elif name == "rev" and data is not None:
-            data = "\n".join(line[::-1] for line in data.rstrip("\n").split("\n")) + "\n"
-        else:
-            return None
-        if data is None:
-            return None
-    return data

@@ -10,7 +10,14 @@ import re
 from .parse import Analysis
 
 SYS = r"/(etc|usr|bin|sbin|boot|lib|lib64|var|sys|proc|dev|root|opt)(/|\s|$)"
-USER_FILES = r"(~|\$HOME)/(\.ssh|\.bashrc|\.zshrc|\.profile|\.bash_profile|\.netrc|\.pgpass|\.npmrc|\.pypirc|\.gitconfig|\.config/)"
+# Where output is thrown away or shown: writing there changes nothing.
+HARMLESS_DEVICE = r"(?!/dev/(null|zero|stdout|stderr|tty|fd/\d+)(\s|$))"
+# The workspace is HOME inside the sandbox: /workspace/.bashrc and a bare .bashrc there are ~/.bashrc.
+HOME = r"(~/|\$HOME/|/workspace/|(?<=[\s>])(\./)?)"
+USER_FILES = (HOME + r"(\.ssh\b|\.bashrc|\.bash_profile|\.bash_login|\.bash_logout|\.zshrc|\.zshenv|\.zprofile|\.zlogin"
+              r"|\.profile|\.inputrc|\.netrc|\.pgpass|\.npmrc|\.pypirc|\.gitconfig|\.config/)")
+# A symbolic mode giving others (o or a) write access: a=rwx, o+w, ugo+rwx, u+x,o+w.
+WORLD_WRITABLE = r"(\S*,)?[ugo]*[ao][ugoa]*[+=][rwxXst]*w"
 SHELL = r"(sudo\s+)?(bash|sh|zsh|dash|ksh|fish|mksh|ash)\b"
 
 # (description, scope, pattern). Scopes: cmd = one simple command, pipe = a pipeline, raw = the text.
@@ -22,9 +29,9 @@ RULES: list[tuple[str, str, str]] = [
     ("Windows recursive delete", "cmd", r"^(del|erase|rd|rmdir)\b.*\s/[sq]\b"),
     ("PowerShell Remove-Item", "cmd", r"(?i)^remove-item\b"),
     ("encoded PowerShell", "cmd", r"(?i)^(powershell|pwsh)(\.exe)?\b.*\s-(e|enc|encodedcommand)\b"),
-    ("chmod world-writable", "cmd", r"^chmod\b.*\s(0?[0-7]?[0-7][0-7][2367]|[ao]?\+[rx]*w|o=\S*w)\b"),
+    ("chmod world-writable", "cmd", r"^chmod\b.*\s(0*[0-7]?[0-7][0-7][2367]\b|" + WORLD_WRITABLE + ")"),
     ("recursive chmod", "cmd", r"^chmod\b.*\s-R\b"),
-    ("setuid or setgid bit", "cmd", r"^chmod\b.*\s([ugo]*\+[rwx]*s|[2467][0-7]{3})\b"),
+    ("setuid or setgid bit", "cmd", r"^chmod\b.*\s((\S*,)?[ugoa]*[+=][rwxX]*s|0*[2467][0-7]{3})\b"),
     ("recursive chown", "cmd", r"^(chown|chgrp)\b.*\s-R\b"),
     ("chown to root", "cmd", r"^chown\b.*\sroot\b"),
     ("make a filesystem", "cmd", r"^(mkfs\S*|mke2fs|mkswap)\b"),
@@ -34,11 +41,11 @@ RULES: list[tuple[str, str, str]] = [
     ("SQL DELETE without WHERE", "cmd", r"(?i)\bdelete\s+from\s+\S+\s*(;|$|\"|')(?!.*\bwhere\b)"),
     ("SQL TRUNCATE", "cmd", r"(?i)\btruncate\s+(table\s+)?\w+\s*(;|$)"),
     ("drop a database", "cmd", r"^(dropdb|dropuser)\b|^redis-cli\b.*\b(flushall|flushdb)\b"),
-    ("overwrite a system file", "cmd", r"(^|\s)(>|>>|>\|)\s*" + SYS),
+    ("overwrite a system file", "cmd", r"(^|\s)(&>>?|>|>>|>\|)\s*" + HARMLESS_DEVICE + SYS),
     ("tee into a system file", "cmd", r"^tee\b.*\s" + SYS),
     ("write the project's .env or config", "cmd", r"((>|>>)\s*|^tee\b.*\s)\S*(\.env|config\.ya?ml)(\s|$)"),
     ("stop or restart a system service", "cmd", r"^systemctl\b.*\s(stop|restart|disable|mask|kill|isolate)\b|^service\s+\S+\s+(stop|restart)\b"),
-    ("kill every process", "cmd", r"^kill\b.*\s-1(\s|$)"),
+    ("kill every process", "cmd", r"^kill\b.*\s-0*1(\s|$)"),
     ("force-kill by name", "cmd", r"^(pkill|killall)\b.*\s(-9|-KILL|-SIGKILL|-s\s+(9|KILL)|-r|--regex)\b"),
     ("kill the stack's services", "cmd", r"^(pkill|killall)\b.*\b(hstack|celery|uvicorn|redis-server|postgres)\b"),
     ("kill by a looked-up process id", "raw", r"\bkill\b[^;&|]*\$\(\s*(pgrep|pidof)\b"),
@@ -61,6 +68,15 @@ RULES: list[tuple[str, str, str]] = [
     ("in-place edit (sed -i)", "cmd", r"^sed\b.*\s(-i\S*|--in-place\S*)"),
     ("in-place edit (perl/ruby -i)", "cmd", r"^(perl|ruby)\b.*\s-[a-zA-Z]*i"),
     ("heredoc run as a script", "note", r"heredoc"),
+    ("here-string or piped text run as a script", "note", r"here-string|piped (text|input)"),
+    ("runs a file the gate cannot read", "note", r"^runs a file the gate cannot read"),
+    ("runs a program whose name is only known when the command runs", "note", r"^runs a program whose name"),
+    ("the line changes IFS", "note", r"^the line changes IFS"),
+    ("the line sets a variable that makes programs load other code", "note", r"^the line sets "),
+    ("tar deletes what it archives", "cmd", r"^tar\b.*\s--remove-files\b"),
+    ("a script starts a program built at run time", "note", r"^a script starts a program"),
+    ("a script deletes recursively", "note", r"^a script deletes recursively"),
+    ("a script touches shell start-up or credential files", "note", r"^a script touches"),
     ("git reset --hard", "cmd", r"^git\b.*\sreset\b.*\s--hard\b"),
     ("git force push", "cmd", r"^git\b.*\spush\b.*\s(-f|--force|--force-with-lease|--mirror)\b|^git\b.*\spush\b.*\s\+\S+"),
     ("git push --delete", "cmd", r"^git\b.*\spush\b.*\s(-d|--delete)\b|^git\b.*\spush\s+\S+\s+:\S+"),
@@ -100,16 +116,22 @@ SUDO_FLAGS = {"-S", "--stdin", "-A", "--askpass", "-s", "--shell", "-i", "--logi
 
 def dangerous(analysis: Analysis) -> str | None:
     """The first dangerous-pattern description the analysed command line matches, or None."""
+    found = matches(analysis)
+    return found[0][0] if found else None
+
+
+def matches(analysis: Analysis) -> list[tuple[str, str]]:
+    """Every (description, what matched it) in the line: a simple command, a pipeline, the text or a note."""
     texts = {"cmd": [c.text() for c in analysis.commands],
              "pipe": [" | ".join(c.text() for c in p) for p in analysis.pipelines if len(p) > 1],
              "raw": analysis.texts, "note": sorted(analysis.notes)}
+    found: list[tuple[str, str]] = []
     for desc, scope, pattern in COMPILED:
         if scope == "meta":
-            if any(_meta(desc, c) for c in analysis.commands):
-                return desc
-        elif any(pattern.search(t) for t in texts[scope]):
-            return desc
-    return None
+            found += [(desc, c.text()) for c in analysis.commands if _meta(desc, c)]
+        else:
+            found += [(desc, t) for t in texts[scope] if pattern.search(t)]
+    return list(dict.fromkeys(found))
 
 
 def _meta(desc: str, cmd) -> bool:

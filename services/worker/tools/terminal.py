@@ -8,6 +8,7 @@ in the API yet, so nothing kills them per session before that.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from services.worker.sandbox import Sandbox, process_table, run, unsandboxed_refusal
@@ -158,6 +159,15 @@ def _int(value: Any, default: int) -> int:
     return int(value)
 
 
+def approval_command(args: dict[str, Any]) -> str | None:
+    """What the gate judges: the command, run from its workdir (so the files it names are the right ones)."""
+    command, workdir = args.get("command"), args.get("workdir")
+    if not isinstance(command, str) or not isinstance(workdir, str) or workdir in ("", ".", "/workspace"):
+        return command
+    folder = workdir if workdir.startswith("/") else f"/workspace/{workdir}"
+    return f"cd {shlex.quote(folder)} && {command}"
+
+
 register(Tool(
     name="terminal",
     description=(
@@ -175,7 +185,7 @@ register(Tool(
     }, "required": ["command"]},
     handler=terminal,
     exclusive=True,
-    approval_command=lambda args: args.get("command"),
+    approval_command=approval_command,
     deadline=terminal_deadline,
     toolset="terminal",
     guidance=GUIDANCE,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from datetime import timedelta
 
 import pytest
@@ -132,8 +133,10 @@ def test_the_guardian_verdict_decides_run_refuse_or_ask(db, user, session, model
     assert (row.rule, row.status) == ("guardian", "approved" if outcome == "ran" else "denied")
 
 
-def test_a_session_approval_covers_the_same_pattern_for_the_rest_of_the_session(db, user, session, model,
+def test_a_session_approval_covers_the_same_command_for_the_rest_of_the_session(db, user, session, model,
                                                                               make_runtime):
+    """Reproduction: a session approval of `rm -r build-a` let any other recursive delete (`rm -r build-b`,
+    `rm -rf $HOME/..`) run unasked; it now covers that command's own targets only."""
     ran: list[str] = []
     registry = ToolRegistry([gated_tool(ran)])
     model.script(tool_call([("shell", {"command": "rm -r build-a"}, "c1")]))
@@ -141,20 +144,21 @@ def test_a_session_approval_covers_the_same_pattern_for_the_rest_of_the_session(
     run_once(make_runtime, registry, session.id, approval_mode="manual")
     [pending] = approvals.list_approvals(db, user.id, pending_only=True)
     approvals.decide(db, user.id, pending.id, approve=True, scope="session")
-    model.script(text("a gone"), tool_call([("shell", {"command": "rm -r build-b"}, "c2")]), text("b gone"))
-    second = post_turn(db, user.id, session.id, "clean b")
+    model.script(text("a gone"), tool_call([("shell", {"command": "rm -r build-a"}, "c2")]), text("a gone again"))
+    second = post_turn(db, user.id, session.id, "clean a again")
 
     run_once(make_runtime, registry, session.id, approval_mode="manual")
 
-    assert wait_finished(db, first.id).output == "a gone" and wait_finished(db, second.id).output == "b gone"
-    assert ran == ["rm -r build-a", "rm -r build-b"]
+    assert wait_finished(db, first.id).output == "a gone"
+    assert wait_finished(db, second.id).output == "a gone again"
+    assert ran == ["rm -r build-a", "rm -r build-a"]
     assert approvals.list_approvals(db, user.id, pending_only=True) == []
     assert approvals.list_approvals(db, user.id, pending_only=False)[0].rule == "session"
-    other = make_session(db, user.id)  # another session asks again
-    model.script(tool_call([("shell", {"command": "rm -r build-c"}, "c3")]))
-    third = post_turn(db, user.id, other.id, "clean c")
-    run_once(make_runtime, registry, other.id, approval_mode="manual")
+    model.script(tool_call([("shell", {"command": "rm -r build-b"}, "c3")]))
+    third = post_turn(db, user.id, session.id, "clean b")  # another target in the same session asks
+    run_once(make_runtime, registry, session.id, approval_mode="manual")
     parked(db, third.id)
+    assert ran == ["rm -r build-a", "rm -r build-a"]
 
 
 def test_several_dangerous_calls_of_one_batch_are_asked_and_resolved_in_order(db, user, session, model, make_runtime):
@@ -225,3 +229,33 @@ def test_cancelling_a_parked_turn_ends_it_and_denies_its_question(db, user, sess
     [row] = approvals.list_approvals(db, user.id, pending_only=False)
     assert (row.id, row.status, row.decided_by) == (pending.id, "denied", "cancel")
     assert approvals.decide(db, user.id, pending.id, approve=True, scope="once").conflict == "approval_decided"
+
+
+def test_an_approved_script_that_changed_before_it_ran_is_asked_about_again(db, user, session, model, make_runtime,
+                                                                            settings):
+    """Reproduction: the human approved `bash s.sh` while s.sh deleted `v`; s.sh was then rewritten to delete
+    something else, and the approval let the new content run. The approval holds for what the human saw."""
+    ran: list[str] = []
+    registry = ToolRegistry([gated_tool(ran)])
+    script = Path(settings.data_dir) / "users" / user.id / "workspace" / "s.sh"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text("rm -rf v\n")
+    model.script(tool_call([("shell", {"command": "bash s.sh"}, "c1")]))
+    turn = post_turn(db, user.id, session.id, "run the script")
+    run_once(make_runtime, registry, session.id, approval_mode="manual")
+    [first] = approvals.list_approvals(db, user.id, pending_only=True)
+    assert first.reason == "recursive delete" and "rm -f -r v" in first.key
+
+    script.write_text("rm -rf ../other-user\n")  # changed while the question waited
+    approvals.decide(db, user.id, first.id, approve=True, scope="once")
+    run_once(make_runtime, registry, session.id, approval_mode="manual")
+
+    parked(db, turn.id)
+    assert ran == []
+    [second] = approvals.list_approvals(db, user.id, pending_only=True)
+    assert second.tool_call_id == "c1" and second.reason.startswith("changed since it was approved")
+    approvals.decide(db, user.id, second.id, approve=True, scope="once")
+    model.script(text("done"))
+    run_once(make_runtime, registry, session.id, approval_mode="manual")
+    assert wait_finished(db, turn.id).output == "done"
+    assert ran == ["bash s.sh"]
