@@ -6,7 +6,8 @@ if [ "$1" = "postgres" ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
     user="${POSTGRES_USER:-postgres}"
     pwfile="$(mktemp)"
     printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
-    initdb --username="$user" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+    initdb --username="$user" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 \
+        --encoding=UTF8 --locale=C.UTF-8 >/dev/null
     rm -f "$pwfile"
     echo "host all all all scram-sha-256" >> "$PGDATA/pg_hba.conf"
     db="${POSTGRES_DB:-$user}"
