@@ -36,7 +36,7 @@ lint: $(TEST_STAMP)
 # The stack under Docker Compose on SQLite and on Postgres (tests/e2e/test_compose_stack.py), plus the
 # compose file's own checks. Needs docker and a compose v2 plugin; .ci/run installs both.
 compose-test: $(TEST_STAMP)
-	@HSTACK_COMPOSE_TEST=1 $(BIN)/python -m pytest -p no:cacheprovider --durations=5 -s \
+	@HSTACK_COMPOSE_TEST=1 $(BIN)/python -m pytest -p no:cacheprovider --durations=5 -s --basetemp=$${TMPDIR:-/tmp}/hstack-compose-test \
 		tests/test_compose.py tests/e2e/test_compose_stack.py
 
 test-sqlite: $(TEST_STAMP)

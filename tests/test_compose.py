@@ -388,3 +388,10 @@ def test_the_wheel_ships_the_product_and_its_bundled_skills_only():
     bundled = Settings.model_fields["bundled_skills_dir"].default
     assert bundled == ROOT / "shared" / "bundled_skills" and (bundled / "tidy-memory" / "SKILL.md").is_file()
     assert all(path.suffix == ".md" for path in bundled.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("name", ["worker", "reviewer", "curator"])
+def test_a_heartbeat_check_allows_for_a_slow_python_start(name):
+    """`hstack health` took over 10 s on a loaded 2-core host (load 13), so a healthy reviewer was marked
+    unhealthy and `--scale reviewer=2` never became healthy (issue 27)."""
+    assert seconds(SERVICES[name]["healthcheck"]["timeout"]) >= 30

@@ -53,9 +53,6 @@ def project(request, tmp_path):
     p.write_env(**extra)
     try:
         yield p
-    except BaseException:
-        print(p.logs())
-        raise
     finally:
         p.remove()
 
@@ -170,25 +167,26 @@ def check_everything_survived(project: Project, key: str, sid: str) -> None:
 
 
 def test_the_stack_runs_under_compose_as_the_readme_says(project):
-    started = time.monotonic()
-    ready_after = project.up("--build")
-    print(f"\n[{project.profile or 'sqlite'}] up --build to ready: {ready_after:.1f}s")
-    (alice_id, alice), (bob_id, _) = project.create_user("alice"), project.create_user("bob")
+    with project.logs_on_failure():
+        started = time.monotonic()
+        ready_after = project.up("--build")
+        print(f"\n[{project.profile or 'sqlite'}] up --build to ready: {ready_after:.1f}s")
+        (alice_id, alice), (bob_id, _) = project.create_user("alice"), project.create_user("bob")
 
-    check_secrets_stay_where_they_belong(project)
-    check_redis_wants_its_password(project)
-    sid = check_a_turn_streams(project, alice)
-    check_the_image_holds_the_product_and_its_bundled_skills(project, alice)
-    check_the_sandbox_runs_in_the_worker(project, alice_id, bob_id)
+        check_secrets_stay_where_they_belong(project)
+        check_redis_wants_its_password(project)
+        sid = check_a_turn_streams(project, alice)
+        check_the_image_holds_the_product_and_its_bundled_skills(project, alice)
+        check_the_sandbox_runs_in_the_worker(project, alice_id, bob_id)
 
-    project.compose("up", "-d", "--scale", "worker=2", "--scale", "reviewer=2")
-    project.wait_healthy("worker", 2)
-    project.wait_healthy("reviewer", 2)
-    check_a_killed_worker_loses_no_turn(project, alice)
+        project.compose("up", "-d", "--scale", "worker=2", "--scale", "reviewer=2")
+        project.wait_healthy("worker", 2)
+        project.wait_healthy("reviewer", 2)
+        check_a_killed_worker_loses_no_turn(project, alice)
 
-    remember_things(project, alice)
-    project.compose("down")
-    restarted_after = project.up()
-    print(f"[{project.profile or 'sqlite'}] down, then up to ready: {restarted_after:.1f}s")
-    check_everything_survived(project, alice, sid)
-    print(f"[{project.profile or 'sqlite'}] scenario wall time: {time.monotonic() - started:.1f}s")
+        remember_things(project, alice)
+        project.compose("down")
+        restarted_after = project.up()
+        print(f"[{project.profile or 'sqlite'}] down, then up to ready: {restarted_after:.1f}s")
+        check_everything_survived(project, alice, sid)
+        print(f"[{project.profile or 'sqlite'}] scenario wall time: {time.monotonic() - started:.1f}s")

@@ -11,8 +11,10 @@ import shutil
 import subprocess
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 import pytest
@@ -139,12 +141,18 @@ class Project:
         parsed = [json.loads(line) for line in rows.splitlines() if line.strip().startswith("{")]
         return [(row["State"], row.get("Health", "")) for row in parsed]
 
-    def wait_healthy(self, service: str, count: int, timeout: float = 180) -> None:
+    def wait_healthy(self, service: str, count: int, timeout: float = 300) -> None:
         wait_until(lambda: self.states(service).count(("running", "healthy")) == count, timeout=timeout,
                    interval=1, what=f"{count} healthy {service} container(s)")
 
-    def logs(self) -> str:
-        return self.compose("logs", "--no-color", "--tail", "60", check=False, timeout=60).stdout
+    @contextmanager
+    def logs_on_failure(self) -> Iterator[None]:
+        """Print the services' recent logs when the block fails, before the project is removed."""
+        try:
+            yield
+        except BaseException:
+            print(self.compose("logs", "--no-color", "--tail", "60", check=False, timeout=60).stdout)
+            raise
 
     def remove(self) -> None:
         """`docker compose down -v`: containers, networks and volumes go."""
