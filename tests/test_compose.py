@@ -395,3 +395,12 @@ def test_a_heartbeat_check_allows_for_a_slow_python_start(name):
     """`hstack health` took over 10 s on a loaded 2-core host (load 13), so a healthy reviewer was marked
     unhealthy and `--scale reviewer=2` never became healthy (issue 27)."""
     assert seconds(SERVICES[name]["healthcheck"]["timeout"]) >= 30
+
+
+def test_the_gateway_shares_a_network_with_the_api_only():
+    """The gateway, which holds no Redis or database secret, could still open connections to Redis and
+    Postgres on the one network every service shared (issue 27)."""
+    assert SERVICES["gateway"]["networks"] == ["edge"]
+    on_edge = [name for name, s in SERVICES.items() if "edge" in s.get("networks", [])]
+    assert sorted(on_edge) == ["api", "gateway"]
+    assert "default" in SERVICES["api"]["networks"]

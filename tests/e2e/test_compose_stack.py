@@ -69,6 +69,9 @@ def check_secrets_stay_where_they_belong(project: Project) -> None:
     assert "LLM_API_KEY" not in environment_names(project, "curator")
     assert "LLM_API_KEY" in environment_names(project, "worker")
     assert "LLM_API_KEY" in environment_names(project, "reviewer")
+    reach = "import socket\nfor host in ('redis', 'worker'):\n    try:\n        socket.getaddrinfo(host, 6379)\n" \
+            "        print(host, 'resolves')\n    except OSError:\n        print(host, 'unknown')"
+    assert project.exec("gateway", "python", "-c", reach).split() == ["redis", "unknown", "worker", "unknown"]
 
 
 def check_redis_wants_its_password(project: Project) -> None:
