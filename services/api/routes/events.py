@@ -19,7 +19,7 @@ from shared.config import Settings
 from shared.db import Database
 from shared.models.turns import Turn
 from shared.models.users import User
-from shared.stores import turns, users
+from shared.stores import turns
 
 log = logging.getLogger(__name__)
 
