@@ -1,4 +1,12 @@
 # One image for every Python service of Hermes Stack; docker-compose.yml gives each service its command.
+# The wheel stage builds the product (shared, services and the bundled skills) into a wheel; the image
+# installs that wheel and keeps no source checkout, so what runs is exactly what the package ships.
+FROM python:3.11-slim AS wheel
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY . .
+RUN pip wheel --no-deps --wheel-dir /wheels .
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -7,25 +15,24 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     DATA_DIR=/data
 
-WORKDIR /app
-
 # bubblewrap: the terminal's per-user sandbox (TERMINAL_SANDBOX=bwrap).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 
 RUN groupadd --system --gid 10001 hstack \
-    && useradd --system --uid 10001 --gid hstack --home-dir /app --shell /usr/sbin/nologin hstack \
+    && useradd --system --uid 10001 --gid hstack --home-dir /app --create-home --shell /usr/sbin/nologin hstack \
     && mkdir -p /data \
     && chown hstack:hstack /data
 
 # Dependencies first: this layer is rebuilt only when the pins change.
-COPY requirements.txt ./
-RUN pip install -r requirements.txt
+COPY requirements.txt /tmp/requirements.txt
+RUN pip install -r /tmp/requirements.txt && rm /tmp/requirements.txt
 
-COPY . .
-RUN pip install --no-deps . && rm -rf build *.egg-info
+COPY --from=wheel /wheels /tmp/wheels
+RUN pip install --no-deps /tmp/wheels/*.whl && rm -rf /tmp/wheels
 
+WORKDIR /app
 USER hstack
 EXPOSE 8642
 

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test test-sqlite test-postgres bench install migrate clean
+.PHONY: run test lint compose-test test-sqlite test-postgres bench install migrate clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -27,8 +27,17 @@ run: $(STAMP)
 migrate: $(STAMP)
 	@$(BIN)/hstack migrate
 
-test: $(TEST_STAMP)
+test: lint
 	@$(BIN)/python -m tests.run_all
+
+lint: $(TEST_STAMP)
+	@$(BIN)/ruff check --output-format concise .
+
+# The stack under Docker Compose on SQLite and on Postgres (tests/e2e/test_compose_stack.py), plus the
+# compose file's own checks. Needs docker and a compose v2 plugin; .ci/run installs both.
+compose-test: $(TEST_STAMP)
+	@HSTACK_COMPOSE_TEST=1 $(BIN)/python -m pytest -p no:cacheprovider --durations=5 -s --basetemp=$${TMPDIR:-/tmp}/hstack-compose-test \
+		tests/test_compose.py tests/e2e/test_compose_stack.py
 
 test-sqlite: $(TEST_STAMP)
 	@$(BIN)/python -m pytest

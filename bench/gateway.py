@@ -10,7 +10,6 @@ import os
 import statistics
 import time
 
-import httpx
 import psutil
 
 os.environ.setdefault("TEST_DATABASE", "sqlite")

@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     recall_max_chars: int = Field(1500, ge=0, alias="RECALL_MAX_CHARS")
     recall_min_coverage: float = Field(0.5, ge=0, le=1, alias="RECALL_MIN_COVERAGE")
     recall_min_terms: int = Field(2, ge=1, alias="RECALL_MIN_TERMS")
-    bundled_skills_dir: Path = Field(Path(__file__).resolve().parent.parent / "skills", alias="BUNDLED_SKILLS_DIR")
+    bundled_skills_dir: Path = Field(Path(__file__).resolve().parent / "bundled_skills", alias="BUNDLED_SKILLS_DIR")
     compression_enabled: bool = Field(True, alias="COMPRESSION_ENABLED")
     compression_threshold: float = Field(0.5, gt=0, le=1, alias="COMPRESSION_THRESHOLD")
     compression_floor_tokens: int = Field(64_000, ge=0, alias="COMPRESSION_FLOOR_TOKENS")

@@ -18,7 +18,7 @@ from shared.stores.skill_format import (
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
-BUNDLED = Path(__file__).resolve().parents[2] / "skills"
+BUNDLED = Path(__file__).resolve().parents[2] / "shared" / "bundled_skills"
 
 
 def skill_md(name: str = "brew-tea", description: str = "Brew a good cup of tea.", body: str = "1. Boil water.\n",

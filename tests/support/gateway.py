@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 from tests.support.env import free_port, reachable
 from tests.support.processes import Proc, Stack

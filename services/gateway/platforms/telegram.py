@@ -6,7 +6,6 @@ one ChatRunner; commands are answered at once, even while a turn runs.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from datetime import timedelta
