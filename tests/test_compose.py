@@ -308,6 +308,7 @@ SECRET_HOLDERS = {
     "TELEGRAM_BOT_TOKEN": {"gateway"},
     "DATABASE_URL": {"migrate", "api", "worker", "reviewer", "curator"},
     "REDIS_URL": {"api", "worker", "reviewer", "curator"},
+    "REDIS_PASSWORD": {"redis"},
 }
 # Set per service, or left to the image: the gateway's own address, the skills the image bundles.
 PINNED_PER_SERVICE = {"GATEWAY_HOST", "GATEWAY_PORT", "GATEWAY_API_URL", "BUNDLED_SKILLS_DIR"}
