@@ -23,8 +23,8 @@ from shared.config import Settings
 from shared.providers.base import MemoryProvider, ProviderContext
 from shared.providers.registry import register
 from shared.security.scanner import scan
-from shared.stores.search import SearchHit, search_messages
-from shared.stores.search_query import parse_query
+from shared.search.engine import SearchHit, search_messages
+from shared.search.query import parse_query
 
 log = logging.getLogger(__name__)
 

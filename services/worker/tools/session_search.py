@@ -14,9 +14,9 @@ from shared.db import get_database
 from shared.errors import InvalidInput
 from shared.models.sessions import Message
 from shared.stores import sessions
-from shared.stores.search import SEARCHABLE_ROLES, search_messages
-from shared.stores.search_query import MAX_QUERY_CHARS
-from shared.stores.search_views import (anchored_view, messages_around, recent_sessions, session_head_tail,
+from shared.search.engine import SEARCHABLE_ROLES, search_messages
+from shared.search.query import MAX_QUERY_CHARS
+from shared.search.views import (anchored_view, messages_around, recent_sessions, session_head_tail,
                                          titled_sessions)
 from services.worker.tools.registry import Tool, ToolContext, register
 

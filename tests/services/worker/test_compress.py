@@ -10,7 +10,7 @@ import pytest
 
 from shared.stores import sessions
 from shared.stores.memory import MemoryRequest, MemoryStore
-from shared.stores.search import search_messages
+from shared.search.engine import search_messages
 from services.worker.agent import context
 from services.worker.agent.compress_prompt import SUMMARY_END, SUMMARY_PREFIX
 from services.worker.agent.drain import drain_session

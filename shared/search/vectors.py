@@ -23,7 +23,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from shared.db import Database
 from shared.models.search import MessageVector
-from shared.stores.search_scope import Scope
+from shared.search.scope import Scope
 
 if TYPE_CHECKING:
     import numpy

@@ -13,10 +13,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 from shared.models.sessions import Message
-from shared.stores.search_budget import Backend, Found, budgeted
-from shared.stores.search_common import Common
-from shared.stores.search_query import ParsedQuery, Term, fts5_match, fts5_term
-from shared.stores.search_scope import INDEXED_ROLES, Candidate, Scope
+from shared.search.budget import Backend, Found, budgeted
+from shared.search.common import Common
+from shared.search.query import ParsedQuery, Term, fts5_match, fts5_term
+from shared.search.scope import INDEXED_ROLES, Candidate, Scope
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # as migration 0003 built messages_fts
 BODY = "body"
