@@ -13,7 +13,7 @@ from shared.errors import HermesError
 from shared.models.skills import SkillOrigin, SkillWriter
 from shared.stores import imports
 from shared.stores.memory import DUPLICATE_MESSAGE, MemoryRequest, MemoryStore
-from shared.stores.skill_format import SKILL_FILE, check_name, check_support_path, check_support_size, parse_skill_md
+from shared.files.skill_format import SKILL_FILE, check_name, check_support_path, check_support_size, parse_skill_md
 from shared.stores.skills import SkillStore, refuse_threats
 from services.cli import hermes_home as hermes
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from shared.config import Settings
 from shared.security.scanner import scan
-from shared.stores import memory_files as files
+from shared.files import memory as files
 from shared.stores import memory_rules as rules
 from shared.stores.memory_rules import Op, RuleError
 

@@ -21,8 +21,8 @@ from shared.db import Database
 from shared.errors import Conflict, InvalidInput, InvalidState, NotFound
 from shared.ids import new_id
 from shared.models.skills import SkillStagedWrite
-from shared.stores.skill_files import inside, read_text
-from shared.stores.skill_format import SKILL_FILE, check_name, check_support_path, check_support_size, parse_skill_md
+from shared.files.skills import inside, read_text
+from shared.files.skill_format import SKILL_FILE, check_name, check_support_path, check_support_size, parse_skill_md
 from shared.stores.skill_writes import ACTIONS, SkillEditor, argument_text
 from shared.stores.skills import SkillStore, refuse_threats
 from shared.textmatch import MatchFailure, find_and_replace

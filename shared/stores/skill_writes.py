@@ -12,18 +12,18 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from shared.atomic import atomic_write
+from shared.files.atomic import atomic_write
 from shared.errors import Conflict, Forbidden, HermesError, InvalidInput, NotFound
 from shared.models.skills import SkillOrigin, SkillState, SkillWriter
 from shared.stores import skill_records
-from shared.stores.skill_files import (
+from shared.files.skills import (
     inside,
     read_text,
     remove_file,
     skill_lock,
     support_files,
 )
-from shared.stores.skill_format import (
+from shared.files.skill_format import (
     MAX_FILES_PER_SKILL,
     SKILL_FILE,
     check_name,

@@ -11,7 +11,7 @@ from shared import clock
 from shared.errors import HermesError
 from shared.models.skills import SkillInstall, SkillState
 from shared.stores import skill_records
-from shared.stores.skill_files import SkillRoots
+from shared.files.skills import SkillRoots
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from tests.support.factories import make_user

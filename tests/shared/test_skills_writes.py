@@ -7,7 +7,7 @@ import pytest
 from shared.errors import HermesError
 from shared.models.skills import SkillInstall
 from shared.stores import skill_records
-from shared.stores.skill_files import SkillRoots
+from shared.files.skills import SkillRoots
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from tests.support.factories import make_user

@@ -19,7 +19,7 @@ from shared.security.fences import neutralise
 from shared.security.scanner import scan
 from shared.stores import memory_snapshots
 from shared.stores.memory import TARGETS, MemoryStore
-from shared.stores.memory_files import FILE_NAMES, render
+from shared.files.memory import FILE_NAMES, render
 from shared.stores.memory_rules import chars, percent
 from services.worker.agent.context import TurnContext, register_after_turn, register_turn_context
 from services.worker.agent.prompt import ORDER_MEMORY, ORDER_USER, PromptContext, register_prompt_part

@@ -8,7 +8,7 @@ from services.worker.tools.file_search import search_files
 from services.worker.tools.patterns import glob_matcher
 from services.worker.tools.registry import Tool, ToolContext, register
 from services.worker.tools.workspace import existing, is_binary, walk
-from shared.atomic import atomic_write
+from shared.files.atomic import atomic_write
 from shared.errors import InvalidInput
 from shared.security.paths import relative_name, resolve_inside
 

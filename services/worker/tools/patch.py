@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from services.worker.tools.registry import Tool, ToolContext, register
-from shared.atomic import atomic_write
+from shared.files.atomic import atomic_write
 from shared.errors import InvalidInput, NotFound, PayloadTooLarge
 from shared.security.paths import relative_name, resolve_inside
 from shared.textmatch import MatchFailure, find_and_replace, unified_diff

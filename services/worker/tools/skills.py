@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 from shared.db import get_database
 from shared.models.skills import SkillWriter
-from shared.stores.skill_format import SKILL_FILE, SUPPORT_DIRS
+from shared.files.skill_format import SKILL_FILE, SUPPORT_DIRS
 from shared.stores import skill_staged
 from shared.stores.skill_writes import ACTIONS, SkillEditor
 from shared.stores.skills import SkillStore
