@@ -15,7 +15,7 @@ from services.api.deps import Enqueue
 from shared.config import Settings
 from shared.db import Database
 from shared.errors import PayloadTooLarge
-from shared.logs import session_id_var, turn_id_var
+from shared.ops.logs import session_id_var, turn_id_var
 from shared.models.turns import Turn
 from shared.queue.names import RUN_TURN
 from shared.queue.payloads import RunTurn

@@ -19,7 +19,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from shared import events
+from shared.messaging import events
 from services.api.sse_json import sse_json
 
 log = logging.getLogger(__name__)

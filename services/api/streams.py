@@ -13,7 +13,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
 from services.api.fanout import BATCH, BROKEN, Event, Hub, StreamEnd, id_key, stream_entries
-from shared import events
+from shared.messaging import events
 from shared.db import Database
 from shared.errors import InvalidInput
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus

@@ -24,15 +24,16 @@ from celery import signals
 from pydantic import BaseModel
 
 from services.curator import curate, expiry, session_end
-from shared import clock, heartbeats
+from shared import clock
+from shared.ops import heartbeats
 from shared.config import Settings, get_settings
 from shared.db import get_database
-from shared.logs import setup_logging
+from shared.ops.logs import setup_logging
 from shared.queue.app import enqueue, get_celery
 from shared.queue.names import (CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION, RUN_TURN, SWEEP_EXPIRED,
                                 SWEEP_TURNS)
 from shared.queue.payloads import ReviewSession, RunTurn
-from shared.redis import get_redis
+from shared.messaging.connections import get_redis
 from shared.stores import reviews, turns
 
 log = logging.getLogger(__name__)

@@ -12,10 +12,10 @@ from pydantic import BaseModel
 
 from shared.config import Settings, get_settings
 from shared.db import Database, get_database
-from shared.heartbeats import instance_id
+from shared.ops.heartbeats import instance_id
 from shared.llm import LLMClient, get_llm
 from shared.queue.app import enqueue
-from shared.redis import get_redis
+from shared.messaging.connections import get_redis
 import services.worker.features  # noqa: F401  (registers every feature)
 from services.worker.agent.transcripts import TranscriptCache
 from services.worker.leases import LeaseKeeper

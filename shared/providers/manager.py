@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from shared.config import Settings
 from shared.providers.base import MemoryProvider, ProviderContext
-from shared.daemon_threads import DaemonThreads
+from shared.concurrency.daemon_threads import DaemonThreads
 from shared.providers.registry import import_modules, provider_class, registered_names
 from shared.providers.session_queue import SessionQueue
 

@@ -19,7 +19,7 @@ from shared.errors import ContextOverflow, ModelAuthError, ModelRequestError, Mo
 from shared.llm import Cancelled, Completion, LLMClient, get_llm
 from shared.llm import stream_end
 from shared.llm.client import KEEPALIVE_CONNECTIONS, pooled_http_client, shared_http_client
-from shared.nodelay_http import NoDelayClient
+from shared.http.nodelay import NoDelayClient
 from tests.fakes.model import Reply, fail, text, tool_call
 from tests.support.env import free_port
 from tests.support.waiting import wait_until

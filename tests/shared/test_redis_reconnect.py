@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from shared.config import Settings
-from shared.redis import _sync_client, bounded_async_redis, get_async_redis
+from shared.messaging.connections import _sync_client, bounded_async_redis, get_async_redis
 from tests.support.env import free_port, start_embedded_redis
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py

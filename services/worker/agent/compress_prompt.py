@@ -11,7 +11,7 @@ import json
 import re
 from datetime import date
 
-from shared.logs import Redactor
+from shared.ops.logs import Redactor
 from shared.models.sessions import Message
 
 SUMMARY_PREFIX = (

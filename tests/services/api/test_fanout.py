@@ -8,8 +8,8 @@ import redis
 
 from services.api.fanout import BATCH, Hub
 from services.api.streams import follow, turn_loader
-from shared import events
-from shared.redis import bounded_async_redis
+from shared.messaging import events
+from shared.messaging.connections import bounded_async_redis
 from shared.stores import turns
 from tests.support.factories import make_session
 

@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from shared import events
+from shared.messaging import events
 from shared.stores import turns
 from shared.stores.users import hash_key
 from tests.support.env import start_embedded_redis

@@ -7,7 +7,7 @@ import io
 import httpx
 import pytest
 
-from shared import events
+from shared.messaging import events
 from tests.fakes.model import fail, text, tool_call
 from tests.support.factories import make_session, make_user
 from tests.support.worker import inprocess_worker

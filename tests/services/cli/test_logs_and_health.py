@@ -12,8 +12,8 @@ import pytest
 from services.cli import logs
 from services.cli.children import RotatingLog
 from services.cli.main import main
-from shared import heartbeats
-from shared.redis import get_redis
+from shared.ops import heartbeats
+from shared.messaging.connections import get_redis
 from shared.config import get_settings
 from tests.support.waiting import wait_until
 

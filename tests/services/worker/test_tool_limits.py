@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from shared import cancels
+from shared.messaging import cancels
 from shared.stores import sessions, turns
 from services.worker.agent.drain import drain_session
 from services.worker.tools.registry import ToolRegistry
