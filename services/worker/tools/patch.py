@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from services.worker.tools.registry import Tool, ToolContext, register
+from services.worker.tools.registry import Tool, ToolContext
 from shared.files.atomic import atomic_write
 from shared.errors import InvalidInput, NotFound, PayloadTooLarge
 from shared.security.paths import relative_name, resolve_inside
@@ -86,7 +86,7 @@ def patch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any] | str:
             "diff": unified_diff(body, result.content, shown)}
 
 
-register(Tool(
+PATCH = Tool(
     name="patch",
     description=(
         "Replace old_string with new_string in a workspace file and return the diff. Matching tolerates "
@@ -100,7 +100,5 @@ register(Tool(
                         "default": False},
     }, "required": ["path", "old_string", "new_string"]},
     handler=patch,
-    path_arg="path",
-    toolset="files",
     guidance=(GUIDANCE,),
-))
+)

@@ -18,7 +18,7 @@ from shared.search.engine import SEARCHABLE_ROLES, search_messages
 from shared.search.query import MAX_QUERY_CHARS
 from shared.search.views import (anchored_view, messages_around, recent_sessions, session_head_tail,
                                          titled_sessions)
-from services.worker.tools.registry import Tool, ToolContext, register
+from services.worker.tools.registry import Tool, ToolContext
 
 LIMIT, MAX_LIMIT = 3, 10
 WINDOW, MAX_WINDOW = 5, 20
@@ -209,7 +209,7 @@ def _browse(db, ctx: ToolContext, limit: int, sort) -> dict[str, Any]:
     }
 
 
-register(Tool(
+SESSION_SEARCH = Tool(
     name="session_search",
     description=(
         "Search and read your earlier conversations with this user (stored messages, not summaries). "
@@ -233,10 +233,8 @@ register(Tool(
         "required": [],
     },
     handler=session_search,
-    read_only=True,
-    toolset="session_search",
     guidance=(
         "When the user refers to something from an earlier conversation, or you need a past detail, decision "
         "or preference, use session_search before saying you do not remember; quote what it returns.",
     ),
-))
+)

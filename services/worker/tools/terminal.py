@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.worker.sandbox import Sandbox, process_table, run, unsandboxed_refusal
-from services.worker.tools.registry import Tool, ToolContext, register
+from services.worker.tools.registry import Tool, ToolContext
 from shared.db import get_database
 from shared.errors import Forbidden, InvalidInput, NotFound
 from shared.security.paths import relative_name, resolve_inside
@@ -156,7 +156,7 @@ def _int(value: Any, default: int) -> int:
     return int(value)
 
 
-register(Tool(
+TERMINAL = Tool(
     name="terminal",
     description=(
         "Run a bash command in your workspace (mounted at /workspace in a sandbox) and return its output "
@@ -172,13 +172,11 @@ register(Tool(
         "workdir": {"type": "string", "description": "Folder to run in, relative to the workspace."},
     }, "required": ["command"]},
     handler=terminal,
-    exclusive=True,
     approval_command=lambda args: args.get("command"),
     deadline=terminal_deadline,
-    toolset="terminal",
     guidance=GUIDANCE,
-))
-register(Tool(
+)
+PROCESS = Tool(
     name="process",
     description=(
         "Manage your background processes started with terminal(background=true): list them, poll one (status "
@@ -193,6 +191,5 @@ register(Tool(
     }, "required": ["action"]},
     handler=process,
     deadline=process_deadline,
-    toolset="terminal",
     guidance=GUIDANCE,
-))
+)

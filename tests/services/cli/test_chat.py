@@ -100,14 +100,15 @@ def test_a_refused_line_is_reported_and_the_next_one_still_runs(chat, model):
 @pytest.fixture
 def gated(model):
     """The in-process worker's tools gain the gated test tool for one test; the guardian is unsure."""
-    from services.worker.tools.registry import REGISTRY
+    from services.worker.runtime import get_runtime
     from tests.services.worker.gated import GUARDIAN_MARKER, gated_tool
 
     ran: list[str] = []
-    REGISTRY.register(gated_tool(ran))
+    tools = get_runtime().tools
+    tools.register(gated_tool(ran))
     model.on(GUARDIAN_MARKER, *[text("uncertain")] * 5)
     yield ran
-    REGISTRY._tools.pop("shell")
+    tools._tools.pop("shell")
 
 
 @pytest.mark.parametrize("key, verdict, runs", [("y", "approved once", True), ("s", "approved for this session", True),

@@ -10,11 +10,13 @@ import pytest
 
 from services.curator.curate import curate_user
 from services.worker.agent.prompt import compose_system_prompt
-from services.worker.tools.registry import REGISTRY
+from services.worker.registrations import register_tools
 from shared import clock
 from shared.errors import HermesError
 from shared.stores.skill_writes import SkillEditor
 from tests.support.factories import make_session
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 DAY = timedelta(days=1)
 

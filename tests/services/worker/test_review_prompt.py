@@ -8,7 +8,9 @@ import pytest
 from shared.models.reviews import ReviewTrigger
 from services.worker.agent.prompt import tool_guidance
 from services.worker.review.prompt import HEADERS, NOTHING, instruction
-from services.worker.tools.registry import REGISTRY
+from services.worker.registrations import register_tools
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 

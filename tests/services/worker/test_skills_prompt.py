@@ -11,10 +11,13 @@ from shared.stores.skills import SkillStore
 from services.worker.agent.drain import drain_session
 from services.worker.agent.prompt import compose_system_prompt
 from services.worker.features.skills import INDEX_HEADER
-from services.worker.tools.registry import REGISTRY, ToolRegistry
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import ToolRegistry
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, wait_finished
 from tests.support.factories import make_session
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 BUNDLED_LINES = (
     "- investigate-failing-tests: Find why a test suite fails - reproduce one failure, read...",

@@ -8,9 +8,12 @@ from pathlib import Path
 from shared.security.paths import private_paths_hidden
 from shared.stores import sessions
 from services.worker.agent.drain import drain_session
-from services.worker.tools.registry import REGISTRY, ToolRegistry
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import ToolRegistry
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, tool, wait_finished
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 
 def _errors_of(db, turn_id: str) -> dict[str, str]:
