@@ -97,7 +97,7 @@ def test_every_long_running_service_has_a_healthcheck():
 
 
 def test_every_long_running_service_restarts_unless_stopped():
-    """A crashed service stayed down until a person restarted it (issue 9)."""
+    """A crashed service stayed down until a person restarted it."""
     wrong = {name: s.get("restart") for name, s in SERVICES.items()
              if name not in ONE_SHOT and s.get("restart") != "unless-stopped"}
     assert wrong == {}
@@ -147,7 +147,7 @@ def worker_grace_seconds() -> float:
 
 
 def test_compose_waits_out_a_graceful_stop_before_killing():
-    """Compose's default 10 s stop turned a graceful worker stop under load into a kill (issue 9)."""
+    """Compose's default 10 s stop turned a graceful worker stop under load into a kill."""
     for name in ("api", "worker", "reviewer", "curator"):
         assert seconds(SERVICES[name]["stop_grace_period"]) >= 10, name
     for name in ("worker", "reviewer", "curator"):
@@ -225,7 +225,7 @@ def test_docker_compose_accepts_the_file(tmp_path):
 
 
 def test_the_image_installs_runtime_pins_only_and_leaves_tests_out():
-    """The image installed pytest and `openai` and shipped tests/ because the demo model lived there (issue 9)."""
+    """The image installed pytest and `openai` and shipped tests/ because the demo model lived there."""
     dockerfile = (ROOT / "Dockerfile").read_text()
     installs = re.findall(r"pip install ([^\n&]+)", dockerfile)
     assert installs and all("requirements-test" not in line and "[test]" not in line for line in installs)
@@ -238,7 +238,7 @@ def test_the_image_installs_runtime_pins_only_and_leaves_tests_out():
 
 
 def test_the_gateway_is_an_api_client_on_its_own_port():
-    """The gateway (issue 11) reaches the api over HTTP with its own key, serves webhooks on 8644, and has no
+    """The gateway reaches the api over HTTP with its own key, serves webhooks on 8644, and has no
     database, Redis or data volume of its own."""
     gateway = SERVICES["gateway"]
     assert command("gateway") == ["python", "-m", "services.gateway"]

@@ -132,7 +132,7 @@ class HermesImport:
                 if path != SKILL_FILE:
                     check_support_size(path, text)
                 refuse_threats(path, text)
-            if skill.agent_created:  # the anchor's agent-created skills stay the agent's; the rest are the user's
+            if skill.agent_created:  # Hermes Agent's agent-created skills stay the agent's; the rest are the user's
                 store.create_folder(name, files, SkillOrigin.agent, SkillWriter.review)
             else:
                 store.create_folder(name, files, SkillOrigin.user, SkillWriter.user)

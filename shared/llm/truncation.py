@@ -1,4 +1,4 @@
-"""Answers cut by the output limit (`finish_reason=length`), recovered as the anchor does.
+"""Answers cut by the output limit (`finish_reason=length`), recovered as Hermes Agent does.
 
 A cut text answer is continued: the partial answer and a short user note asking to go on are sent,
 with a raised max_tokens, up to three times; the pieces are joined into one answer. A cut tool call

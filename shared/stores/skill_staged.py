@@ -105,7 +105,7 @@ def _diff(name: str, relative: str, before: str, after: str) -> str:
 
 
 def _summary(action: str, name: str, relative: str, before: str, after: str) -> str:
-    """One line, as the anchor's gist: no model call."""
+    """One line, as Hermes Agent's gist: no model call."""
     if action == "create":
         try:
             description = parse_skill_md(after, name).description

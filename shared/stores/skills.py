@@ -189,7 +189,7 @@ class SkillStore:
     def index(self) -> list[tuple[str, str]]:
         """(name, description cut to 60 chars) of every unarchived skill with a valid SKILL.md, by name.
 
-        A stale skill stays: stale is the curator's label, not a hiding place (as in the anchor).
+        A stale skill stays: stale is the curator's label, not a hiding place (as in Hermes Agent).
         """
         entries = []
         for skill in self.visible(include_archived=False):

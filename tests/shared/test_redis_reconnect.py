@@ -35,7 +35,7 @@ def settings_for(url: str) -> Settings:
 
 
 def test_the_apis_async_client_answers_the_first_call_after_a_restart(restartable_redis):
-    """After kill -9 of the embedded Redis under `make run` and its restart (issue 9), the api's first /readyz
+    """After kill -9 of the embedded Redis under `make run` and its restart, the api's first /readyz
     answered 503: the asyncio client failed the first command on each dead pooled connection instead of
     reconnecting."""
     url, restart = restartable_redis

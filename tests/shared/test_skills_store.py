@@ -110,7 +110,7 @@ def test_archiving_a_bundled_skill_hides_it_for_that_user_only(stores):
 
 
 def test_a_stale_skill_stays_in_the_index_and_a_view_makes_it_active(stores):
-    """Issue 12: a stale skill left the index, so learned procedures quietly vanished (the anchor keeps them)."""
+    """A stale skill left the index, so learned procedures quietly vanished (Hermes Agent keeps them)."""
     store = stores()
     SkillEditor(store, "review").create("brew-tea", skill_md("brew-tea"))
 

@@ -161,7 +161,7 @@ def test_bundled_skills_are_read_only_to_every_writer(store):
 
 
 def test_only_a_reviews_skills_are_the_agents_and_a_review_may_change_only_those(store, agent):
-    """Issue 12: a skill the foreground agent created because the user asked is the user's (as in the anchor)."""
+    """A skill the foreground agent created because the user asked is the user's (as Hermes Agent does)."""
     store.install(SkillInstall(name="users-own", content=skill_md("users-own", body="Mine.\n")))
     review = SkillEditor(store, "review")
 

@@ -1,4 +1,4 @@
-"""The one line a user sees after a review saved something: `review.completed`, as the anchor's notice.
+"""The one line a user sees after a review saved something: `review.completed`, as Hermes Agent's notice.
 
 Built from the review's ledger (only memory and skill writes that were applied or staged), so a review
 that saved nothing says nothing. The event waits in the session's notices (shared.messaging.events) and goes out
@@ -66,7 +66,7 @@ def describe(write: dict[str, Any]) -> str:
 
 
 def summary(saved: list[dict[str, Any]]) -> str:
-    """`Self-improvement review: a · b`, duplicates removed, as the anchor prints it."""
+    """`Self-improvement review: a · b`, duplicates removed, as Hermes Agent prints it."""
     return PREFIX + " · ".join(dict.fromkeys(describe(w) for w in saved))
 
 

@@ -1,6 +1,6 @@
 """`session_search`: the agent reads its earlier conversations with this user, straight from the store.
 
-Four shapes, inferred from the arguments (the anchor's order): scroll (`session_id` +
+Four shapes, inferred from the arguments (Hermes Agent's order): scroll (`session_id` +
 `around_message_id`), discover (`query`: ranked hits grouped by session, a few messages around each),
 read (`session_id` alone: the session's head and tail) and browse (nothing: recent sessions). It
 returns stored messages with their ids, roles and times, never a summary, and calls no model.

@@ -1,4 +1,4 @@
-"""The skill tools: skills_list, skill_view and skill_manage (parameter names as in the anchor agent).
+"""The skill tools: skills_list, skill_view and skill_manage (parameter names as in Hermes Agent).
 
 Writes go through shared.stores.skill_writes as the writer bound to `WRITER`: the foreground agent by
 default; a background review binds "review" around its tool calls with `writing_as`, which limits it
@@ -30,7 +30,7 @@ def writing_as(writer: SkillWriter | str, viewed: frozenset[tuple[str, str]] | N
     """Run the enclosed tool calls' skill writes as `writer` (the review binds "review").
 
     `viewed` holds the (skill, file) pairs already loaded with skill_view: with it, a write to an
-    existing file not among them is refused (the anchor's read-before-write guard for reviews).
+    existing file not among them is refused (Hermes Agent's read-before-write guard for reviews).
     """
     tokens = WRITER.set(SkillWriter(writer)), VIEWED.set(viewed)
     try:

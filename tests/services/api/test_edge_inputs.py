@@ -1,4 +1,4 @@
-"""Inputs that answered 500 (issue 9, hand fuzzing): each is now refused at the edge with a stable code,
+"""Inputs that answered 500 (found by hand fuzzing): each is now refused at the edge with a stable code,
 and nothing is created before it is validated."""
 
 from __future__ import annotations

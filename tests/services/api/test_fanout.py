@@ -18,7 +18,7 @@ FLOOD = 3 * BATCH
 
 def test_a_subscriber_that_falls_behind_is_ended_with_an_overflow_error_it_can_resume_from(
         settings, db, user, redis_client):
-    """Issue 9: one reader fans a turn out to every subscriber, so a client that stops reading must not
+    """One reader fans a turn out to every subscriber, so a client that stops reading must not
     hold up the others nor grow memory without bound. A subscriber whose buffer overflows gets the events
     it buffered, then `event: error` (stream_overflow) whose id resumes exactly where it stopped; another
     subscriber that keeps reading sees every event to turn.completed."""

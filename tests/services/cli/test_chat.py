@@ -43,7 +43,7 @@ def test_two_lines_are_two_turns_with_streamed_answers(chat, model):
 
 
 def test_a_reviews_notice_is_one_line_before_the_next_answer(chat, model, hstack, db, redis_client, monkeypatch):
-    """Issue 12: what a background review saved reaches the user as the anchor's one-line notice."""
+    """What a background review saved reaches the user as Hermes Agent's one-line notice."""
     session = make_session(db, chat.user.id)
     events.hold_notice(redis_client, session.id, "review.completed", {
         "review_id": "rev_1", "session_id": session.id, "turn_id": "turn_1",

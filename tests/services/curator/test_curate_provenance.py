@@ -1,4 +1,4 @@
-"""Issue 12: skills belong to whoever asked for them. The curator only touches what a background review
+"""Skills belong to whoever asked for them. The curator only touches what a background review
 created; a skill the user asked for in the foreground survives any pass and no review may edit it; a
 stale agent skill stays in the next session's skill index."""
 

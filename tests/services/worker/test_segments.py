@@ -1,4 +1,4 @@
-"""Planning a tool batch: the anchor's planner — parallel-safe runs, path overlap, barriers, order kept."""
+"""Planning a tool batch: Hermes Agent's planner — parallel-safe runs, path overlap, barriers, order kept."""
 
 from __future__ import annotations
 

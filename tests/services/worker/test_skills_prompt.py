@@ -40,7 +40,7 @@ def run_turns(db, runtime, user_id: str, session_id: str, *inputs: str) -> list:
 
 
 def test_the_prompt_carries_one_line_per_unarchived_skill_stale_ones_too(db, settings, user, model, make_runtime):
-    """Issue 12: a stale skill left the index (learned procedures quietly vanished); only archived ones leave."""
+    """A stale skill left the index (learned procedures quietly vanished); only archived ones leave."""
     store = SkillStore.for_user(db, settings, user.id)
     SkillEditor(store, "agent").create("brew-tea", skill_md("brew-tea", "Brew tea the way this user likes it. " * 3))
     SkillEditor(store, "review").create("gone", skill_md("gone"))

@@ -22,7 +22,7 @@ def _errors_of(db, turn_id: str) -> dict[str, str]:
 
 
 def test_tool_errors_show_workspace_relative_paths_only(db, user, session, model, make_runtime, settings):
-    """Reproduction (issue 9): write_file into 'a.txt/b.txt' where a.txt is a file answered the model
+    """Reproduction: write_file into 'a.txt/b.txt' where a.txt is a file answered the model
     "Tool 'write_file' failed: [Errno 17] File exists: '/…/data/users/usr_…/workspace/a.txt'", showing
     the server's DATA_DIR and the user's id; any OSError a tool raised passed its absolute path through."""
     data_dir = Path(settings.data_dir)
