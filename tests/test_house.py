@@ -87,3 +87,25 @@ def test_the_call_list_registers_every_tool_module():
     registry = register_tools()
     assert defined == set(registry.names())
     assert {tool.toolset for tool in registry} == {"files", "session_search", "memory", "skills", "terminal"}
+
+
+def test_one_module_puts_turns_on_the_queue():
+    """RUN_TURN was sent from the api, the worker and the curator, RESUME_TURN from the api and the
+    curator, each with its own try/except and log line; now every sender calls shared/queue/turns.py."""
+    senders = sorted({p.relative_to(ROOT).as_posix() for p in python_files("shared", "services")
+                      if any(m.endswith((".RunTurn", ".ResumeTurn")) for m in imported_modules(p))})
+    assert senders == ["services/worker/tasks.py", "shared/queue/turns.py"]
+
+
+def test_a_broker_failure_is_logged_and_left_to_the_sweep(caplog):
+    """The row is committed before the send, so a send that fails must not fail the request."""
+    from shared.queue.turns import send_turn
+
+    def broken(name, payload):
+        raise ConnectionError("broker down")
+
+    assert send_turn(broken, "trn_1", "ses_1", approval_id="apr_1") is False
+    assert "could not enqueue resume_turn of turn trn_1 (ConnectionError)" in caplog.text
+    sent = []
+    assert send_turn(lambda name, payload: sent.append((name, payload.turn_id)), "trn_2", "ses_1")
+    assert sent == [("run_turn", "trn_2")]
