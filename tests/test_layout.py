@@ -108,7 +108,7 @@ def test_compose_runs_nothing_from_tests():
     assert "tests." not in (ROOT / "docker-compose.yml").read_text()
 
 
-GATEWAY_FORBIDDEN = ("shared.stores", "shared.db", "shared.queue", "shared.messaging.connections", "shared.migrate", "sqlmodel",
+GATEWAY_FORBIDDEN = ("shared.stores", "shared.db", "shared.queue", "shared.messaging", "shared.migrate", "sqlmodel",
                      "sqlalchemy", "redis", "celery")
 
 

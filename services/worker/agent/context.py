@@ -1,8 +1,8 @@
 """Per-turn hooks: context that rides on the user's message, and work to do after a turn.
 
-Builders come from the installed hooks (services/worker/hooks.py: the `<memory-update>` note, an
-external provider's recall). Their blocks are appended to what the model is sent for this turn's user message; the
-exact bytes are stored on that message (`api_content`) the first time, so every later call of the
+Builders come from the installed hooks (services/worker/hooks.py): the `<memory-update>` note, an
+external provider's recall. Their blocks are appended to what the model is sent for this turn's user
+message; the exact bytes are stored on that message (`api_content`) the first time, so every later call of the
 session (and a resumed turn) replays them identically and the provider's prompt cache holds.
 """
 

@@ -1,7 +1,7 @@
 """Work a turn starts as soon as its session is read, to run alongside the rest of its pre-call work.
 
-A turn-start hook (services/worker/hooks.py) gets the turn's context right after the worker read the session row, before
-the system prompt is built and the transcript loaded; it must only *start* work (on its own thread)
+A turn-start hook (services/worker/hooks.py) gets the turn's context right after the worker read the
+session row, before the system prompt is built and the transcript loaded; it must only *start* work (on its own thread)
 and return at once. The recall provider's search starts here; the turn-context builder that needs
 its answer (services/worker/features/providers.py) collects it later instead of searching then.
 """
