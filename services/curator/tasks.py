@@ -30,8 +30,7 @@ from shared.config import Settings, get_settings
 from shared.db import get_database
 from shared.ops.logs import setup_logging
 from shared.queue.app import enqueue, get_celery
-from shared.queue.names import (CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION, RUN_TURN, SWEEP_EXPIRED,
-                                SWEEP_TURNS)
+from shared.queue.names import CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION, SWEEP_EXPIRED, SWEEP_TURNS
 from shared.queue.payloads import ReviewSession
 from shared.queue.turns import send_turn
 from shared.messaging.connections import get_redis
