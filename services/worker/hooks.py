@@ -67,8 +67,12 @@ def install(hooks: Hooks | None) -> Hooks | None:
 def current() -> Hooks:
     """The process's hooks; the built-in set, registered on first use, when none was installed."""
     global _installed
+    installed = _installed
+    if installed is not None:  # every hook call reads it: no lock once installed
+        return installed
     with _lock:
         if _installed is None:
+            # Imported here: the call list imports the features, whose agent modules import this one.
             from services.worker.registrations import built_in_hooks
 
             _installed = built_in_hooks()
