@@ -40,23 +40,28 @@ def test_file_stores_never_touch_the_database():
     assert offenders == []
 
 
+def _name(node) -> str:
+    node = node.func if isinstance(node, ast.Call) else node
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
 def module_level_registrations(path) -> list[str]:
-    """Calls at a module's top level whose name registers, adds or installs something."""
+    """Calls and decorators at a module's top level whose name registers, adds or installs something."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found = []
     for node in tree.body:
         call = node.value if isinstance(node, (ast.Expr, ast.Assign)) else None
-        if isinstance(call, ast.Call):
-            func = call.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name.startswith(REGISTERING):
-                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:80]}")
+        decorators = getattr(node, "decorator_list", [])
+        if (isinstance(call, ast.Call) and _name(call).startswith(REGISTERING)) or any(
+                _name(d).startswith(REGISTERING) for d in decorators):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node).splitlines()[0][:80]}")
     return found
 
 
 def test_no_module_fills_a_registry_when_imported():
-    """Importing services/worker/features/ registered prompt parts and hooks, and services/worker/tools/ the
-    tools, each module calling register_…() at its top level; tests then patched the module lists."""
+    """Importing services/worker/features/ registered prompt parts and hooks, services/worker/tools/ the tools
+    (each module calling register_…() at its top level; tests then patched the module lists), and importing
+    shared.providers registered the `recall` provider class (@register)."""
     offenders = [found for p in python_files("shared", "services") if p.relative_to(ROOT).as_posix() != CALL_LIST
                  for found in module_level_registrations(p)]
     assert offenders == [], "fill registries from services/worker/registrations.py:\n" + "\n".join(offenders)
