@@ -1,14 +1,14 @@
-"""The anchor's turn overhead: hermes-agent's AIAgent, in-process, on the scripted model.
+"""Hermes Agent's turn overhead: hermes-agent's AIAgent, in-process, on the scripted model.
 
 Run by `bench.turns` with the side virtualenv's python (`.venv-anchor/bin/python bench/anchor.py
-BASE_URL N`), never imported by our code: it imports only the anchor's package and the standard
+BASE_URL N`), never imported by our code: it imports only Hermes Agent's package and the standard
 library. It builds one AIAgent pointed at the scripted model (an instant model, answering text),
 with HERMES_HOME in a fresh temp dir so nothing of a real installation is read or written, and
-runs N turns of one conversation, each continuing the history of the one before, as the anchor's
+runs N turns of one conversation, each continuing the history of the one before, as Hermes Agent's
 gateway does for one chat. It prints one JSON line: {"p50_ms", "p99_ms", "n", "warmup"}.
 
 No network: the agent's only endpoint is the scripted model on 127.0.0.1, and the proxy variables
-and provider keys are cleared so nothing is routed elsewhere. Tools stay the anchor's default set
+and provider keys are cleared so nothing is routed elsewhere. Tools stay Hermes Agent's default set
 (its request bytes "with the default tools" are part of what we compare); the instant model never
 calls one, and an audit of socket.connect/getaddrinfo during a run saw no other destination.
 """
@@ -34,13 +34,13 @@ def percentile(values: list[float], pct: float) -> float:
 
 
 def isolate(home: str) -> None:
-    """Point the anchor at an empty home and keep it off the network before its modules are imported."""
+    """Point Hermes Agent at an empty home and keep it off the network before its modules are imported."""
     os.environ["HERMES_HOME"] = home
     os.environ["HOME"] = home
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         os.environ.pop(name, None)
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
-    for name in list(os.environ):  # no provider key of the caller's may steer the anchor elsewhere
+    for name in list(os.environ):  # no provider key of the caller's may steer Hermes Agent elsewhere
         if name.endswith("_API_KEY") or name.startswith(("OPENROUTER", "ANTHROPIC", "OPENAI", "NOUS")):
             os.environ.pop(name, None)
 
@@ -61,7 +61,7 @@ def run_turns(base_url: str, n: int) -> dict:
         result = agent.run_conversation(f"anchor turn {i}", conversation_history=history)
         elapsed = (time.perf_counter() - start) * 1000
         if not result.get("final_response"):
-            raise RuntimeError(f"the anchor's turn {i} gave no answer: {result.get('error') or result}")
+            raise RuntimeError(f"Hermes Agent's turn {i} gave no answer: {result.get('error') or result}")
         history = result["messages"]
         if i >= WARMUP:
             samples.append(elapsed)
@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
         result = run_turns(argv[1], int(argv[2]))
         print(json.dumps(result), flush=True)
     finally:
-        logging.shutdown()  # the anchor logs into HERMES_HOME: close its files before the folder goes
+        logging.shutdown()  # Hermes Agent logs into HERMES_HOME: close its files before the folder goes
         shutil.rmtree(home, ignore_errors=True)
     return 0
 

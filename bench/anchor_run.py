@@ -1,6 +1,6 @@
-"""Running the anchor (hermes-agent 0.19.0) beside us in `bench.turns`: the same scripted model, the same run.
+"""Running Hermes Agent (hermes-agent 0.19.0) beside us in `bench.turns`: the same scripted model, the same run.
 
-The anchor lives in a side virtualenv (`.venv-anchor/`, never installed at bench time) and runs
+Hermes Agent lives in a side virtualenv (`.venv-anchor/`, never installed at bench time) and runs
 `bench/anchor.py` there as a subprocess; this side counts what the scripted model received from it.
 """
 
@@ -61,13 +61,13 @@ def _last_text(body: dict) -> str:
 
 
 def run_anchor(model, turns: int) -> AnchorRun:
-    """Run the anchor's agent for `turns` turns against the scripted model; RuntimeError with its output on failure."""
+    """Run Hermes Agent for `turns` turns against the scripted model; RuntimeError with its output on failure."""
     model.reset()
     proc = subprocess.run([str(ANCHOR_PYTHON), str(ROOT / "bench" / "anchor.py"), model.base_url, str(turns)],
                           capture_output=True, text=True, timeout=TIMEOUT_SECONDS, cwd=str(ROOT))
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"the anchor failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+        raise RuntimeError(f"Hermes Agent failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
     result = json.loads(lines[-1])
     sizes = request_bytes(model.requests, TURN_MARKER)
     return AnchorRun(p50_ms=result["p50_ms"], p99_ms=result["p99_ms"], n=result["n"],

@@ -1,5 +1,5 @@
 """`python -m bench.compression`: compressions per 100 turns of a long scripted chat, with the threshold
-before issue 12 (half the window) and after it (the anchor's: max_tokens reserved, >= 75% of windows under
+before the change (half the window) and after it (Hermes Agent's: max_tokens reserved, >= 75% of windows under
 512K, a 64K floor). Prints figures, asserts nothing.
 
 The chat is deterministic: each turn is a user message, one tool round and an answer. Before every turn

@@ -35,9 +35,10 @@ from bench.locomo_misses import list_misses
 from bench.report import figure
 from shared.db import Database
 from shared.migrate import upgrade
-from shared.stores import search_vectors, sessions, users
-from shared.stores.search import search_messages
-from shared.stores.search_vectors import embed_missing
+from shared.stores import sessions, users
+from shared.search import vectors as search_vectors
+from shared.search.engine import search_messages
+from shared.search.vectors import embed_missing
 
 DATA_RELATIVE = Path("shared") / "data" / "locomo" / "locomo-dev.json"
 KS = (5, 10, 20)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import Counter
 
 from shared.db import Database
-from shared.stores.search import search_messages
-from shared.stores.search_query import parse_query
-from shared.stores.search_vectors import embed_missing
+from shared.search.engine import search_messages
+from shared.search.query import parse_query
+from shared.search.vectors import embed_missing
 
 DEPTH = 100  # how far down a miss's evidence is looked for
 SHOWN = 3  # best hits printed beside each miss

@@ -60,9 +60,8 @@ def fill(store: MemoryStore, target: str) -> None:
 
 def prompt_sizes(data_dir: Path) -> tuple[int, int, int]:
     """(chars with both stores full, chars with both empty, UTF-8 bytes when full) of a new session's prompt."""
-    import services.worker.features  # noqa: F401  (registers the prompt parts)
     from services.worker.agent.prompt import compose_system_prompt
-    from services.worker.tools.registry import REGISTRY
+    from services.worker.registrations import register_tools
     from shared.db import get_database
     from shared.migrate import upgrade
     from shared.stores import sessions, users
@@ -79,7 +78,7 @@ def prompt_sizes(data_dir: Path) -> tuple[int, int, int]:
             fill(store, "memory")
             fill(store, "user")
         session = sessions.create_session(db, user.id)
-        return compose_system_prompt(session, REGISTRY, settings, date.today(), db).text
+        return compose_system_prompt(session, register_tools(), settings, date.today(), db).text
 
     full, empty = prompt("full", True), prompt("empty", False)
     return len(full), len(empty), len(full.encode())

@@ -33,7 +33,7 @@ from bench.locomo import database
 from bench.report import figure, summary
 from bench.search_keep import load_state, open_kept, save_state
 from shared.stores import sessions, users
-from shared.stores.search import search_messages
+from shared.search.engine import search_messages
 
 TARGET_P95_MS = {"sqlite": 20.0, "postgres": 50.0}
 TARGET_INGEST_PER_S = {"sqlite": 9_000, "postgres": 5_000}

@@ -24,7 +24,7 @@ from sqlalchemy import event
 
 from bench.search import KINDS, Corpus, percentile, queries, restored
 from bench.search_keep import load_state, open_kept
-from shared.stores.search import search_messages
+from shared.search.engine import search_messages
 
 
 class Statements:

@@ -324,7 +324,7 @@ def report_concurrency(results: list[dict]) -> None:
 
 
 def report_anchor(model: FakeModel, overhead: dict) -> dict | None:
-    """The anchor's in-process turn beside ours through api+worker+SSE, as a ratio; a skip line when not installed."""
+    """Hermes Agent's in-process turn beside ours through api+worker+SSE, as a ratio; a skip line when not installed."""
     print()
     if not anchor_run.installed():
         print(anchor_run.skip_line())

@@ -26,7 +26,7 @@ from bench.recall import questions, seed
 from bench.report import figure, summary
 from shared.providers.recall import SEARCH_LIMIT, SEARCH_POOL
 from shared.stores import sessions, users
-from shared.stores.search import search_messages
+from shared.search.engine import search_messages
 
 OTHER = 100_000
 OWN = (0, 50, 2_000)

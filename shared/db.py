@@ -2,7 +2,7 @@
 
 Stores open transactions with `db.read()` or `db.write()`. On SQLite a write transaction starts
 with `BEGIN IMMEDIATE` under a writer lock shared by every thread and process on the file
-(shared/writer_lock.py), so two writers never deadlock on a lock upgrade, "database is locked"
+(shared/concurrency/writer_lock.py), so two writers never deadlock on a lock upgrade, "database is locked"
 never reaches a caller, and a writer waiting for another process is woken the moment its turn
 comes; the busy timeout covers processes that do not take the lock. On Postgres a read runs outside a
 transaction; one that needs planner settings of its own (`db.read(planner=...)`) gets them from a pool
@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlmodel import Session, create_engine
 
-from shared.writer_lock import WriterLock, writer_lock_for
+from shared.concurrency.writer_lock import WriterLock, writer_lock_for
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 PING_IDLE_SECONDS = 2.0  # a pooled Postgres connection idle this long is pinged before it is handed out

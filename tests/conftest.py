@@ -59,7 +59,7 @@ def db(settings):
 
 @pytest.fixture(scope="session")
 def redis_client(settings):
-    from shared.redis import get_redis
+    from shared.messaging.connections import get_redis
 
     return get_redis(settings)
 

@@ -103,8 +103,8 @@ def test_every_long_running_service_has_a_healthcheck():
 
 
 def test_every_long_running_service_restarts_unless_stopped():
-    """A crashed service stayed down until a person restarted it (issue 9). The demo model restarts on
-    failure only: it exits 0 on purpose when a model is configured, and must then stay down."""
+    """A crashed service stayed down until a person restarted it. The demo model restarts on failure only: it
+    exits 0 on purpose when a model is configured, and must then stay down."""
     wrong = {name: s.get("restart") for name, s in SERVICES.items()
              if name not in ONE_SHOT | {"demo-model"} and s.get("restart") != "unless-stopped"}
     assert wrong == {}
@@ -155,7 +155,7 @@ def worker_grace_seconds() -> float:
 
 
 def test_compose_waits_out_a_graceful_stop_before_killing():
-    """Compose's default 10 s stop turned a graceful worker stop under load into a kill (issue 9)."""
+    """Compose's default 10 s stop turned a graceful worker stop under load into a kill."""
     for name in ("api", "worker", "reviewer", "curator"):
         assert seconds(SERVICES[name]["stop_grace_period"]) >= 10, name
     for name in ("worker", "reviewer", "curator"):
@@ -269,7 +269,7 @@ def test_a_bare_setting_passes_from_env_to_the_containers_and_an_unset_one_stays
 
 
 def test_the_image_installs_runtime_pins_only_and_leaves_tests_out():
-    """The image installed pytest and `openai` and shipped tests/ because the demo model lived there (issue 9)."""
+    """The image installed pytest and `openai` and shipped tests/ because the demo model lived there."""
     dockerfile = (ROOT / "Dockerfile").read_text()
     installs = re.findall(r"pip install ([^\n&]+)", dockerfile)
     assert installs and all("requirements-test" not in line and "[test]" not in line for line in installs)
@@ -282,7 +282,7 @@ def test_the_image_installs_runtime_pins_only_and_leaves_tests_out():
 
 
 def test_the_gateway_is_an_api_client_on_its_own_port():
-    """The gateway (issue 11) reaches the api over HTTP with its own key, serves webhooks on 8644, and has no
+    """The gateway reaches the api over HTTP with its own key, serves webhooks on 8644, and has no
     database, Redis or data volume of its own."""
     gateway = SERVICES["gateway"]
     assert command("gateway") == ["python", "-m", "services.gateway"]
@@ -331,7 +331,7 @@ def test_every_secret_has_named_holders():
 
 
 def test_each_secret_reaches_only_the_services_that_need_it():
-    """The gateway got ADMIN_API_KEY and LLM_API_KEY through one env_file shared by every service (issue 27)."""
+    """The gateway got ADMIN_API_KEY and LLM_API_KEY through one env_file shared by every service."""
     assert [name for name, s in SERVICES.items() if "env_file" in s] == []
     held = {secret: {name for name, s in SERVICES.items() if secret in (s.get("environment") or {})}
             for secret in SECRET_HOLDERS}
@@ -367,7 +367,7 @@ def test_ports_are_published_on_loopback_unless_told_otherwise():
 
 @pytest.mark.parametrize("configured, starts", [("http://127.0.0.1:1/v1", False), ("", True)])
 def test_the_demo_model_starts_only_without_a_configured_model(configured, starts, tmp_path):
-    """The demo model ran beside a configured provider (issue 27)."""
+    """The demo model ran beside a configured provider."""
     script = SERVICES["demo-model"]["command"][-1].replace("$$", "$").replace("exec python", "echo would-exec python")
     result = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=10,
                             env={"PATH": os.environ["PATH"], "LLM_BASE_URL": configured})
@@ -377,7 +377,7 @@ def test_the_demo_model_starts_only_without_a_configured_model(configured, start
 
 
 def test_the_wheel_ships_the_product_and_its_bundled_skills_only():
-    """The wheel packaged tests/ and bench/ as top-level packages and left the bundled skills out (issue 27);
+    """The wheel packaged tests/ and bench/ as top-level packages and left the bundled skills out;
     the image installs only the wheel (tests/e2e/test_compose_stack.py checks `hstack` there)."""
     import tomllib
 
@@ -394,13 +394,13 @@ def test_the_wheel_ships_the_product_and_its_bundled_skills_only():
 @pytest.mark.parametrize("name", ["worker", "reviewer", "curator"])
 def test_a_heartbeat_check_allows_for_a_slow_python_start(name):
     """`hstack health` took over 10 s on a loaded 2-core host (load 13), so a healthy reviewer was marked
-    unhealthy and `--scale reviewer=2` never became healthy (issue 27)."""
+    unhealthy and `--scale reviewer=2` never became healthy."""
     assert seconds(SERVICES[name]["healthcheck"]["timeout"]) >= 30
 
 
 def test_the_gateway_shares_a_network_with_the_api_only():
     """The gateway, which holds no Redis or database secret, could still open connections to Redis and
-    Postgres on the one network every service shared (issue 27)."""
+    Postgres on the one network every service shared."""
     assert SERVICES["gateway"]["networks"] == ["edge"]
     on_edge = [name for name, s in SERVICES.items() if "edge" in s.get("networks", [])]
     assert sorted(on_edge) == ["api", "gateway"]

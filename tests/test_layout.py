@@ -89,7 +89,7 @@ def test_only_the_stores_commit_to_the_database():
 
 
 def test_product_code_never_imports_tests():
-    """The image shipped tests/ because `make run` served the demo model from tests/fakes/ (issue 9): product
+    """The image shipped tests/ because `make run` served the demo model from tests/fakes/: product
     code (shared/, services/) must run without tests/ present, so it never imports it, not even by module name
     in a command line."""
     offenders = [
@@ -104,16 +104,16 @@ def test_product_code_never_imports_tests():
 
 
 def test_compose_runs_nothing_from_tests():
-    """compose's demo-model service ran `python -m tests.fakes.model` (issue 9): the image needs no tests/."""
+    """compose's demo-model service ran `python -m tests.fakes.model`: the image needs no tests/."""
     assert "tests." not in (ROOT / "docker-compose.yml").read_text()
 
 
-GATEWAY_FORBIDDEN = ("shared.stores", "shared.db", "shared.queue", "shared.redis", "shared.migrate", "sqlmodel",
+GATEWAY_FORBIDDEN = ("shared.stores", "shared.db", "shared.queue", "shared.messaging", "shared.migrate", "sqlmodel",
                      "sqlalchemy", "redis", "celery")
 
 
 def test_the_gateway_is_only_an_http_client_of_the_api():
-    """The gateway (issue 11) never touches the database, the queue or Redis: the api is its only way in."""
+    """The gateway never touches the database, the queue or Redis: the api is its only way in."""
     offenders = [
         f"{p.relative_to(ROOT)} imports {m}"
         for p in python_files("services/gateway")

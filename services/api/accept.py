@@ -8,20 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from typing import Any
 
 from services.api.deps import Enqueue
 from shared.config import Settings
 from shared.db import Database
 from shared.errors import PayloadTooLarge
-from shared.logs import session_id_var, turn_id_var
+from shared.ops.logs import session_id_var, turn_id_var
 from shared.models.turns import Turn
-from shared.queue.names import RUN_TURN
-from shared.queue.payloads import RunTurn
+from shared.queue.turns import send_turn
 from shared.stores import turns
-
-log = logging.getLogger(__name__)
 
 
 def request_hash(body: dict[str, Any], session_id: str) -> str:
@@ -65,12 +61,4 @@ def announce_turn(enqueue: Enqueue, turn: Turn, sent: list[Turn]) -> None:
     session_id_var.set(turn.session_id)
     turn_id_var.set(turn.id)
     for ready in sent:
-        send_turn(enqueue, ready)
-
-
-def send_turn(enqueue: Enqueue, turn: Turn) -> None:
-    """Enqueue the turn's id; a broker failure is logged, not raised, because the row is already safe."""
-    try:
-        enqueue(RUN_TURN, RunTurn(turn_id=turn.id, session_id=turn.session_id))
-    except Exception as exc:  # any broker failure: the sweeper re-sends queued turns
-        log.warning("could not enqueue turn %s (%s); the sweeper will re-send it", turn.id, type(exc).__name__)
+        send_turn(enqueue, ready.id, ready.session_id)

@@ -23,7 +23,7 @@ from shared.db import Database
 from shared.errors import Unavailable
 from shared.models.users import ApiKey, User
 from shared.stores import users
-from shared.redis import get_async_redis
+from shared.messaging.connections import get_async_redis
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import logging
 import redis.asyncio as aioredis
 
 from shared.errors import RateLimited
-from shared.ratelimit import RateLimiter
+from shared.http.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from services.api.recent_turns import RecentTurns
 from shared.config import Settings
 from shared.db import Database
 from shared.errors import Forbidden, NotFound, Unauthorized
-from shared.gateway_auth import ACT_AS_HEADER
+from shared.http.gateway_auth import ACT_AS_HEADER
 from shared.models.users import User
-from shared.redis import get_redis
+from shared.messaging.connections import get_redis
 from shared.stores import pairing, users, webhook_routes
 
 Enqueue = Callable[[str, BaseModel], None]

@@ -19,7 +19,7 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 
-from shared import events
+from shared.messaging import events
 from services.api.sse_json import sse_json
 
 log = logging.getLogger(__name__)
@@ -261,6 +261,31 @@ class Hub:
             except (redis.RedisError, OSError) as exc:  # the read still starts within BLOCK_SECONDS
                 log.warning("could not wake the sse reader (%s)", type(exc).__name__)
         return sub, upto
+
+    async def history(self, turn_id: str, after: str, upto: str | None = None) -> list[Event]:
+        """The stored events after `after` (up to `upto`), read on the replay connection, never a reader's."""
+        key, out, last = events.stream_key(turn_id), [], after
+        while True:
+            reply = stream_entries(await self.replay.xread({key: last}, count=BATCH))
+            entries = reply[0][1] if reply else []
+            for entry_id, fields in entries:
+                if upto is not None and id_key(entry_id) > id_key(upto):
+                    return out
+                out.append(Event(*events.decode(entry_id, fields)))
+            if len(entries) < BATCH:
+                return out
+            last = entries[-1][0]
+
+    async def join(self, turn_id: str, newest: str) -> tuple[Subscriber, list[Event]]:
+        """Subscribe after `newest`, the last stored event the caller read, and read what was stored between
+        it and where the fan-out delivers from: with the subscription made first, nothing is missed."""
+        sub, upto = await self.subscribe(turn_id, newest, tip=newest)
+        try:
+            gap = await self.history(turn_id, newest, upto) if id_key(upto) > id_key(newest) else []
+        except BaseException:
+            self.unsubscribe(turn_id, sub)
+            raise
+        return sub, gap
 
     def unsubscribe(self, turn_id: str, sub: Subscriber) -> None:
         found = self.channels.get(turn_id)

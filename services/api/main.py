@@ -36,12 +36,12 @@ from services.api.routes import curator as curator_routes
 from services.api.routes import gateway as gateway_routes
 from services.api.routes import gateway_admin
 from services.api.stream_slots import StreamSlots
-from shared import heartbeats
+from shared.ops import heartbeats
 from shared.config import Settings, get_settings
 from shared.db import get_database
-from shared.logs import setup_logging
+from shared.ops.logs import setup_logging
 from shared.queue.app import enqueue
-from shared.redis import bounded_async_redis, get_redis
+from shared.messaging.connections import bounded_async_redis, get_redis
 
 log = logging.getLogger(__name__)
 

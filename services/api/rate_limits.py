@@ -26,9 +26,9 @@ from services.api.console.paths import is_console_path
 from services.api.console.session import SESSION_COOKIE
 from services.api.errors import error_response
 from shared.config import Settings
-from shared.gateway_auth import ACT_AS_HEADER
-from shared.ratelimit import RateLimiter
-from shared.redis import redis_url
+from shared.http.gateway_auth import ACT_AS_HEADER
+from shared.http.ratelimit import RateLimiter
+from shared.messaging.connections import redis_url
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from collections import Counter
 import redis
 
 from services.api.schemas import AdminStatus, RecentTurn
-from shared import heartbeats
+from shared.ops import heartbeats
 from shared.config import Settings
 from shared.db import Database
 from shared.models.turns import TurnStatus

@@ -12,8 +12,7 @@ import redis
 from sqlalchemy.exc import OperationalError
 from starlette.concurrency import run_in_threadpool
 
-from services.api.fanout import BATCH, BROKEN, Event, Hub, StreamEnd, id_key, stream_entries
-from shared import events
+from services.api.fanout import BROKEN, Event, Hub, StreamEnd, Subscriber, id_key
 from shared.db import Database
 from shared.errors import InvalidInput
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
@@ -73,21 +72,6 @@ def error_event(last: str, end: StreamEnd) -> Event:
     return Event(last, "error", {"code": end.code, "message": end.message})
 
 
-async def history(hub: Hub, turn_id: str, after: str, upto: str | None = None) -> list[Event]:
-    """The stored events after `after` (up to `upto`), read without blocking on the replay pool."""
-    key, out, last = events.stream_key(turn_id), [], after
-    while True:
-        reply = stream_entries(await hub.replay.xread({key: last}, count=BATCH))
-        entries = reply[0][1] if reply else []
-        for entry_id, fields in entries:
-            if upto is not None and id_key(entry_id) > id_key(upto):
-                return out
-            out.append(Event(*events.decode(entry_id, fields)))
-        if len(entries) < BATCH:
-            return out
-        last = entries[-1][0]
-
-
 async def follow(
     hub: Hub, turn_id: str, load_turn: TurnLoader, *, idle_seconds: float, after: str | None = None,
     known: Turn | None = None,
@@ -105,7 +89,7 @@ async def follow(
     """
     last = after or "0-0"
     try:
-        backlog = await history(hub, turn_id, last)
+        backlog = await hub.history(turn_id, last)
         if not backlog:
             turn = known if known is not None else await load_turn()
             if finished(turn):
@@ -119,31 +103,28 @@ async def follow(
         for event in backlog[:ended + 1]:
             yield event
         return
-    newest = backlog[-1].id if backlog else last
-    sub, upto = await hub.subscribe(turn_id, newest, tip=newest)  # joined before the replay: nothing missed
+    sub: Subscriber | None = None
     try:
-        for event in backlog:
+        sub, gap = await hub.join(turn_id, backlog[-1].id if backlog else last)
+        for event in backlog + gap:
             yield event
             last = event.id
-        async for event in _joined(hub, sub, turn_id, load_turn, last, upto, idle_seconds):
+            if event.terminal:
+                return
+        async for event in _live(hub, sub, turn_id, load_turn, last, idle_seconds):
             if event is not None and event.type != "error":
                 last = event.id
             yield event
     except (redis.RedisError, OSError):
         yield error_event(last, BROKEN)
     finally:
-        hub.unsubscribe(turn_id, sub)
+        if sub is not None:
+            hub.unsubscribe(turn_id, sub)
 
 
-async def _joined(hub: Hub, sub, turn_id: str, load_turn: TurnLoader, last: str, upto: str,
-                  idle_seconds: float) -> AsyncIterator[Event | None]:
-    """Replay up to where the fan-out joined, then the fan-out, skipping anything already sent."""
-    if id_key(upto) > id_key(last):
-        for event in await history(hub, turn_id, last, upto):
-            yield event
-            last = event.id
-            if event.terminal:
-                return
+async def _live(hub: Hub, sub: Subscriber, turn_id: str, load_turn: TurnLoader, last: str,
+                idle_seconds: float) -> AsyncIterator[Event | None]:
+    """The fan-out after `last`, skipping anything already sent; a finished turn's end read from storage."""
     while True:
         item = await sub.next(idle_seconds)
         if isinstance(item, StreamEnd):
@@ -154,7 +135,7 @@ async def _joined(hub: Hub, sub, turn_id: str, load_turn: TurnLoader, last: str,
             if not finished(turn):
                 yield None
                 continue
-            for event in await history(hub, turn_id, last):
+            for event in await hub.history(turn_id, last):
                 yield event
                 if event.terminal:
                     return

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     import redis
 
     from shared.config import load_settings
-    from shared.heartbeats import alive
+    from shared.ops.heartbeats import alive
 
     settings = load_settings()
     if not settings.redis_url:

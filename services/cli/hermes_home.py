@@ -1,6 +1,6 @@
 """Reading a Hermes Agent home directory (read-only): state.db sessions, memory files, agent-created skills.
 
-What counts as a session's history follows the anchor's own flags: rows the user took back (rewound:
+What counts as a session's history follows Hermes Agent's own flags: rows the user took back (rewound:
 active=0, compacted=0) are left out; rows an in-place compaction archived (compacted=1) are the
 originals and are kept; the summary row it inserted is left out, and so are the copies of kept rows it
 re-inserted (the same role, content and timestamp as a row already kept).
@@ -21,7 +21,7 @@ MEMORY_DELIMITER = "\n§\n"
 MEMORY_FILES = {"memory": "MEMORY.md", "user": "USER.md"}
 SUMMARY_MARKERS = ("[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:")
 JSON_CONTENT = "\x00json:"
-HIDDEN_SOURCES = {"subagent", "tool"}  # the anchor's delegated and tool-internal sessions, not conversations
+HIDDEN_SOURCES = {"subagent", "tool"}  # Hermes Agent's delegated and tool-internal sessions, not conversations
 ROLES = {"user", "assistant", "tool"}
 SKIPPED_DIRS = {".archive", ".hub", ".curator_backups", ".git"}
 
@@ -87,7 +87,7 @@ def read_sessions(home: Path) -> tuple[list[SourceSession], int]:
 
 
 def _get(row: sqlite3.Row, column: str, default: Any = None) -> Any:
-    """A column older schema versions may lack (the anchor adds columns without migrations)."""
+    """A column older schema versions may lack (Hermes Agent adds columns without migrations)."""
     return row[column] if column in row.keys() else default
 
 
@@ -110,7 +110,7 @@ def _session(conn: sqlite3.Connection, row: sqlite3.Row) -> SourceSession:
 
 
 def _content(raw: Any) -> str | None:
-    """Text content; the anchor stores multimodal parts as a JSON list behind a NUL-prefixed marker."""
+    """Text content; Hermes Agent stores multimodal parts as a JSON list behind a NUL-prefixed marker."""
     if not isinstance(raw, str) or not raw.startswith(JSON_CONTENT):
         return raw if raw is None else str(raw)
     try:
@@ -128,7 +128,7 @@ def _is_summary(content: str | None) -> bool:
 
 
 def _tool_calls(raw: str | None) -> list[dict[str, Any]] | None:
-    """Calls in the OpenAI shape our history replays (the anchor may key them by `call_id`)."""
+    """Calls in the OpenAI shape our history replays (Hermes Agent may key them by `call_id`)."""
     if not raw:
         return None
     try:
@@ -145,7 +145,7 @@ def _tool_calls(raw: str | None) -> list[dict[str, Any]] | None:
 
 
 def read_memory(home: Path, target: str) -> list[str]:
-    """The entries of MEMORY.md or USER.md as the anchor reads them: split, stripped, de-duplicated."""
+    """The entries of MEMORY.md or USER.md as Hermes Agent reads them: split, stripped, de-duplicated."""
     path = home / "memories" / MEMORY_FILES[target]
     if not path.is_file():
         return []

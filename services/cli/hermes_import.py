@@ -13,7 +13,7 @@ from shared.errors import HermesError
 from shared.models.skills import SkillOrigin, SkillWriter
 from shared.stores import imports
 from shared.stores.memory import DUPLICATE_MESSAGE, MemoryRequest, MemoryStore
-from shared.stores.skill_format import SKILL_FILE, check_name, check_support_path, check_support_size, parse_skill_md
+from shared.files.skill_format import SKILL_FILE, check_name, check_support_path, check_support_size, parse_skill_md
 from shared.stores.skills import SkillStore, refuse_threats
 from services.cli import hermes_home as hermes
 
@@ -132,7 +132,7 @@ class HermesImport:
                 if path != SKILL_FILE:
                     check_support_size(path, text)
                 refuse_threats(path, text)
-            if skill.agent_created:  # the anchor's agent-created skills stay the agent's; the rest are the user's
+            if skill.agent_created:  # Hermes Agent's agent-created skills stay the agent's; the rest are the user's
                 store.create_folder(name, files, SkillOrigin.agent, SkillWriter.review)
             else:
                 store.create_folder(name, files, SkillOrigin.user, SkillWriter.user)

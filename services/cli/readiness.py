@@ -10,7 +10,7 @@ import redis
 
 from services.cli.children import Child
 from services.cli.redis_embedded import answers_ping
-from shared import heartbeats
+from shared.ops import heartbeats
 
 Probe = Callable[[Child], bool]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
+from shared.backoff import exponential
+
 BACKOFF_FIRST_SECONDS = 1.0
 BACKOFF_MAX_SECONDS = 30.0
 HEALTHY_RESET_SECONDS = 60.0
@@ -47,4 +49,4 @@ class RestartPolicy:
         self.crashes += 1
         if self.crashes >= self.limit:
             return None
-        return min(self.cap, self.first * 2 ** (self.crashes - 1))
+        return exponential(self.crashes, self.first, self.cap)

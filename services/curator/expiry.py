@@ -25,8 +25,7 @@ from sqlmodel import select
 
 from shared.db import Database
 from shared.models.turns import TERMINAL_STATUSES, Turn
-from shared.queue.names import RESUME_TURN
-from shared.queue.payloads import ResumeTurn
+from shared.queue.turns import send_turn
 from shared.stores import approvals, memory_staged, skill_staged
 
 log = logging.getLogger(__name__)
@@ -97,10 +96,7 @@ def expire_approvals(db: Database, now: datetime, send: Callable[[str, BaseModel
     """
     resumed = approvals.expire_due(db, now)
     for approval, turn in resumed:
-        try:
-            send(RESUME_TURN, ResumeTurn(turn_id=turn.id, session_id=turn.session_id, approval_id=approval.id))
-        except Exception as exc:  # any broker failure: the sweeper re-sends turns marked sent
-            log.warning("could not enqueue resume of turn %s (%s)", turn.id, type(exc).__name__)
+        send_turn(send, turn.id, turn.session_id, approval_id=approval.id)
     if resumed:
         log.info("expiry sweep: %d approval(s) expired unanswered; their turns resume", len(resumed))
     return len(resumed)

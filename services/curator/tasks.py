@@ -24,15 +24,16 @@ from celery import signals
 from pydantic import BaseModel
 
 from services.curator import curate, expiry, session_end
-from shared import clock, heartbeats
+from shared import clock
+from shared.ops import heartbeats
 from shared.config import Settings, get_settings
 from shared.db import get_database
-from shared.logs import setup_logging
+from shared.ops.logs import setup_logging
 from shared.queue.app import enqueue, get_celery
-from shared.queue.names import (CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION, RUN_TURN, SWEEP_EXPIRED,
-                                SWEEP_TURNS)
-from shared.queue.payloads import ReviewSession, RunTurn
-from shared.redis import get_redis
+from shared.queue.names import CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION, SWEEP_EXPIRED, SWEEP_TURNS
+from shared.queue.payloads import ReviewSession
+from shared.queue.turns import send_turn
+from shared.messaging.connections import get_redis
 from shared.stores import reviews, turns
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ def sweep(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) 
     for turn in stuck:
         first_per_session.setdefault(turn.session_id, turn.id)
     for session_id, turn_id in first_per_session.items():
-        send(RUN_TURN, RunTurn(turn_id=turn_id, session_id=session_id))
+        send_turn(send, turn_id, session_id)
     level = logging.INFO if stuck else logging.DEBUG
     log.log(level, "sweep re-sent %d stuck turn(s) in %d session(s)", len(stuck), len(first_per_session))
     left = reviews.reviews_to_resend(db, settings.review_lease_seconds)

@@ -14,7 +14,7 @@ And a conversation's next request repeats its previous one and adds to it: when 
 system prompt and leading messages equal a recent request's (Python's `==`, C-speed), its serialization is
 that request's with the new messages' appended, and its prefix shared with the kept strings is at least that
 request's whole length. A 1,000-message request cost the model ~2.5 ms of CPU in serializing and comparing
-before, on the two cores the stack is measured on (bench/README, ninth round).
+before, on the two cores the stack is measured on (bench/README).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any, AsyncIterator
 
 import httpx
 
-from shared.gateway_auth import ACT_AS_HEADER
+from shared.http.gateway_auth import ACT_AS_HEADER
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from services.gateway.context import Gateway
 from services.gateway.delivery import Delivery
 from services.gateway.registry import Registry, register
 from shared.config import Settings, get_settings
-from shared.logs import setup_logging
+from shared.ops.logs import setup_logging
 
 log = logging.getLogger("services.gateway")
 

@@ -1,4 +1,4 @@
-"""Session keys as in the anchor: one session per DM chat; in groups one per user unless a thread is shared."""
+"""Session keys as Hermes Agent keys them: one session per DM chat; in groups one per user unless a thread is shared."""
 
 from __future__ import annotations
 

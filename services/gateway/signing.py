@@ -1,4 +1,4 @@
-"""Webhook signatures like the anchor's generic V2: hex HMAC-SHA256 of "<timestamp>.<raw body>"."""
+"""Webhook signatures like Hermes Agent's generic V2: hex HMAC-SHA256 of "<timestamp>.<raw body>"."""
 
 from __future__ import annotations
 

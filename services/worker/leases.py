@@ -14,7 +14,8 @@ import time
 
 import redis
 
-from shared import cancels, heartbeats
+from shared.messaging import cancels
+from shared.ops import heartbeats
 from shared.config import Settings
 from shared.db import Database
 from shared.stores import turns

@@ -12,16 +12,17 @@ from pydantic import BaseModel
 
 from shared.config import Settings, get_settings
 from shared.db import Database, get_database
-from shared.heartbeats import instance_id
+from shared.ops.heartbeats import instance_id
 from shared.llm import LLMClient, get_llm
 from shared.queue.app import enqueue
-from shared.redis import get_redis
-import services.worker.features  # noqa: F401  (registers every feature)
+from shared.messaging.connections import get_redis
 from services.worker.agent.transcripts import TranscriptCache
 from services.worker.leases import LeaseKeeper
 from services.worker.sandbox import stop_background
 from services.worker.shutdown import Shutdown
-from services.worker.tools.registry import REGISTRY, ToolRegistry  # importing the package registers tools
+from services.worker.hooks import current
+from services.worker.registrations import built_in_tools
+from services.worker.tools.registry import ToolRegistry
 
 
 def service_name() -> str:
@@ -53,7 +54,9 @@ class Runtime:
         worker_id = worker_id or instance_id(service)
         leases = LeaseKeeper(db, r, worker_id, interval=settings.turn_heartbeat_seconds, service=service,
                              settings=settings)
-        return cls(settings, db, r, get_llm(settings, r), tools if tools is not None else REGISTRY, worker_id, leases)
+        current()  # the hooks are in place before the first turn
+        tools = tools if tools is not None else built_in_tools(settings)
+        return cls(settings, db, r, get_llm(settings, r), tools, worker_id, leases)
 
 
 _runtime: Runtime | None = None

@@ -14,7 +14,7 @@ from celery import signals
 from pydantic import ValidationError
 
 from shared.config import get_settings
-from shared.logs import setup_logging
+from shared.ops.logs import setup_logging
 from shared.queue.app import get_celery
 from shared.queue.names import RESUME_TURN, REVIEW_SESSION, RUN_TURN
 from shared.queue.payloads import ResumeTurn, ReviewSession, RunTurn

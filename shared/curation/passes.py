@@ -16,7 +16,8 @@ from shared.curation.rules import Candidate, Policy, Transition, transition, wai
 from shared.db import Database
 from shared.models.curator import CuratorTransition, RunKind
 from shared.models.skills import SkillOrigin, SkillState
-from shared.stores import curator, curator_backups, skill_records
+from shared.stores import curator, skill_records
+from shared.files import backups as curator_backups
 from shared.stores.curator_moves import curator_lock, move
 from shared.stores.skills import Located, SkillStore
 

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Callable
 
+from shared.backoff import exponential
 from shared.llm.types import Cancelled
 
 POLL_SECONDS = 0.2
@@ -16,7 +17,7 @@ POLL_SECONDS = 0.2
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random | None = None) -> float:
     """Exponential backoff for the given failed attempt (1-based), capped, plus up to 50% jitter."""
-    delay = min(base * 2 ** (attempt - 1), cap)
+    delay = exponential(attempt, base, cap)
     return delay + (rng or random).uniform(0, 0.5 * delay)
 
 

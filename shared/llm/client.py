@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import httpx
 
-from shared import metrics
+from shared.ops import metrics
 from shared.config import Settings
 from shared.errors import ContextOverflow, ModelError, ModelRequestError, ModelUnavailable
 from shared.llm.anthropic import AnthropicTransport
@@ -22,7 +22,7 @@ from shared.llm.deltas import DeltaRelay
 from shared.llm.openai_compat import OnDelta, OpenAICompatTransport
 from shared.llm.truncation import Continuation
 from shared.llm.types import Cancelled, Completion
-from shared.nodelay_http import NoDelayClient
+from shared.http.nodelay import NoDelayClient
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Iterator
 
 import httpx
 
-from shared.daemon_threads import DaemonThreads
+from shared.concurrency.daemon_threads import DaemonThreads
 
 log = logging.getLogger(__name__)
 

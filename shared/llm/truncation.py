@@ -1,4 +1,4 @@
-"""Answers cut by the output limit (`finish_reason=length`), recovered as the anchor does.
+"""Answers cut by the output limit (`finish_reason=length`), recovered as Hermes Agent does.
 
 A cut text answer is continued: the partial answer and a short user note asking to go on are sent,
 with a raised max_tokens, up to three times; the pieces are joined into one answer. A cut tool call
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from shared.backoff import exponential
 from shared.llm.types import Completion, Usage
 
 MAX_CONTINUATIONS = 3
@@ -43,7 +44,7 @@ class Continuation:
 
     def boosted(self) -> int:
         base = self.max_tokens if self.max_tokens and self.max_tokens > 0 else DEFAULT_BASE
-        return min(base * 2 ** self.tries, max(BOOST_CAP, base))
+        return int(exponential(self.tries + 1, base, max(BOOST_CAP, base)))
 
     def next(self, completion: Completion) -> Request | None:
         """The request that carries on after `completion`, or None when it is whole (or the tries ran out)."""

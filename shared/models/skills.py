@@ -19,7 +19,7 @@ from shared.models.base import UTCDateTime, created_at_field, json_field, time_f
 
 
 class SkillOrigin(str, Enum):
-    """Whose a skill is (the anchor's provenance): only what a background review created is the agent's."""
+    """Whose a skill is (Hermes Agent's provenance): only what a background review created is the agent's."""
 
     bundled = "bundled"  # the repository's skills/ folder, read-only
     user = "user"  # the user's: installed through the api, or created by the agent because the user asked

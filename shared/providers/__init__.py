@@ -13,7 +13,6 @@ Select it with MEMORY_PROVIDER=notes (and list its module in MEMORY_PROVIDER_MOD
 from shared.providers.base import MemoryProvider, ProviderContext
 from shared.providers.manager import ProviderManager, build_manager
 from shared.providers.registry import provider_class, register, registered_names, unregister
-from shared.providers import recall  # noqa: F401,E402  (registers the built-in `recall` provider)
 
 __all__ = [
     "MemoryProvider", "ProviderContext", "ProviderManager", "build_manager", "provider_class", "register",

@@ -1,4 +1,4 @@
-"""The `MemoryProvider` interface: the anchor's lifecycle, made per-user for a multi-user service.
+"""The `MemoryProvider` interface: Hermes Agent's lifecycle, made per-user for a multi-user service.
 
 One provider instance serves a whole worker process, so every call carries a `ProviderContext`
 naming the user and session it is about. Every hook has a do-nothing default; a provider overrides

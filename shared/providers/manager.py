@@ -7,7 +7,7 @@
   `start_prefetch` starts that thread early (as the turn begins), so the search runs alongside the
   turn's other pre-call work and `prefetch` only collects it.
 - `sync_turn` queues; one session's syncs run in the order the turns finished; `queue_prefetch`
-  queues behind them (the anchor's single FIFO), so neither ever holds up a turn.
+  queues behind them (Hermes Agent's single FIFO), so neither ever holds up a turn.
 - Every other hook runs inline inside a try/except: a failing provider costs only its contribution.
 """
 
@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from shared.config import Settings
 from shared.providers.base import MemoryProvider, ProviderContext
-from shared.daemon_threads import DaemonThreads
+from shared.concurrency.daemon_threads import DaemonThreads
 from shared.providers.registry import import_modules, provider_class, registered_names
 from shared.providers.session_queue import SessionQueue
 

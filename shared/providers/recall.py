@@ -21,10 +21,9 @@ from typing import Callable
 
 from shared.config import Settings
 from shared.providers.base import MemoryProvider, ProviderContext
-from shared.providers.registry import register
 from shared.security.scanner import scan
-from shared.stores.search import SearchHit, search_messages
-from shared.stores.search_query import parse_query
+from shared.search.engine import SearchHit, search_messages
+from shared.search.query import parse_query
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +37,6 @@ ROLE_NAMES = {"user": "the user said", "assistant": "you answered"}
 Search = Callable[..., "list[SearchHit]"]
 
 
-@register
 class RecallProvider(MemoryProvider):
     """Prefetches the user's own related history; no tools, no system prompt block, nothing to sync."""
 

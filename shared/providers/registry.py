@@ -1,8 +1,9 @@
-"""Provider classes by name: built-ins and third parties register the same way.
+"""Provider classes by name: the stack's own, listed here, and third parties' registered at start-up.
 
 A third-party provider is one small module that subclasses `MemoryProvider` and decorates the class
-with `@register`; listing the module in MEMORY_PROVIDER_MODULES makes the worker import it, and
-MEMORY_PROVIDER=<name> selects it.
+with `@register`; listing the module in MEMORY_PROVIDER_MODULES makes the worker import it when it
+builds its provider manager, and MEMORY_PROVIDER=<name> selects it. The built-in `recall` registers
+nothing on import: `_with_built_ins` adds it the first time the registry is used.
 """
 
 from __future__ import annotations
@@ -17,10 +18,24 @@ log = logging.getLogger(__name__)
 
 _CLASSES: dict[str, type[MemoryProvider]] = {}
 _LOCK = threading.Lock()
+_built_ins_added = False
+
+
+def _with_built_ins() -> None:
+    """Add the stack's own providers once, before any lookup or registration."""
+    global _built_ins_added
+    if _built_ins_added:
+        return
+    from shared.providers.recall import RecallProvider  # it imports the search engine: only once providers are used
+
+    with _LOCK:
+        _CLASSES.setdefault(RecallProvider.name, RecallProvider)
+        _built_ins_added = True
 
 
 def register(provider_class: type[MemoryProvider]) -> type[MemoryProvider]:
     """Make a provider class selectable by its `name`; usable as a class decorator."""
+    _with_built_ins()
     name = (provider_class.name or "").strip().lower()
     if not name or name == "none":
         raise ValueError(f"{provider_class.__name__} needs a `name` other than '' or 'none'.")
@@ -42,11 +57,13 @@ def unregister(name: str) -> None:
 
 def provider_class(name: str) -> type[MemoryProvider] | None:
     """The class registered under `name`, if any."""
+    _with_built_ins()
     with _LOCK:
         return _CLASSES.get(name.strip().lower())
 
 
 def registered_names() -> list[str]:
+    _with_built_ins()
     with _LOCK:
         return sorted(_CLASSES)
 

@@ -10,7 +10,7 @@ from shared.config import Settings, get_settings
 from shared.queue.names import QUEUE_TURNS, QUEUES, ROUTES
 from shared.queue.schedule import beat_schedule
 from shared.queue.wire import task_message
-from shared.redis import get_redis, redis_url
+from shared.messaging.connections import get_redis, redis_url
 
 
 BROKER_SOCKET_TIMEOUT_SECONDS = 15  # above kombu's 1 s BRPOP block, so an idle consumer never times out

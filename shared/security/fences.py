@@ -31,7 +31,7 @@ _NAMES = (
 _OPEN = r"(?:<|＜|﹤|〈|⟨|&lt;?|&#0*60;?|&#x0*3c;?)"
 _CLOSE = r"(?:>|＞|﹥|〉|⟩|&gt;?|&#0*62;?|&#x0*3e;?)"
 _SLASH = r"(?:/|／|&#0*47;|&#x0*2f;|&sol;)?"
-# Our fence names and the anchor's, any case and spacing: <memory-context>, </ Memory_Context >, &lt;memory-update&gt;
+# Our fence names and Hermes Agent's, any case and spacing: <memory-context>, </ Memory_Context >, &lt;memory-update&gt;
 _FENCE_TAG = re.compile(rf"{_OPEN}\s*{_SLASH}\s*{_NAMES}\b[^<>\n]{{0,80}}?{_CLOSE}", re.IGNORECASE)
 # A tag left open (no closing bracket) is defanged too: `<memory-context` then a newline.
 _FENCE_PART = re.compile(

@@ -4,7 +4,7 @@
 1. invisible and bidi control characters, on the RAW text (they are the splitting trick itself);
 2. NFKC normalisation (full-width, mathematical and circled letters become plain), accents stripped
    (so the other languages' patterns need no accents), removal of every other format character,
-   casefold, a small Cyrillic/Greek look-alike fold (beyond the anchor, which leaves confusables
+   casefold, a small Cyrillic/Greek look-alike fold (beyond Hermes Agent, which leaves confusables
    alone), then the patterns of `threat_patterns` in their order;
 3. the same patterns on the other readings of that text (`deobfuscate`: spaced or dotted letters
    closed up, leetspeak folded);
@@ -28,7 +28,7 @@ from shared.security.threat_patterns import PATTERNS, WORD
 
 MAX_SCAN_CHARS = 65_536
 
-# The anchor's 17, plus U+2061 (the brief's U+2060-U+2064 range) and the Unicode tag block, which
+# Hermes Agent's 17, plus U+2061 (the brief's U+2060-U+2064 range) and the Unicode tag block, which
 # smuggles whole ASCII sentences invisibly.
 INVISIBLE = re.compile("[\u200b-\u200d\u2060-\u2064\ufeff\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
 

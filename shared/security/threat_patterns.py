@@ -8,7 +8,7 @@ unanchored regex searches would not.
 So every top-level branch of a regex must begin with one of its pattern's start words (a test
 checks the anchored result against a plain search over the whole corpus).
 
-Filler between key words is bounded (at most 8 words, the anchor's bound) so nothing can backtrack
+Filler between key words is bounded (at most 8 words, Hermes Agent's bound) so nothing can backtrack
 badly. Order only decides which id is reported when several match.
 """
 
@@ -286,7 +286,7 @@ def _starts(pid: str, spec: str) -> tuple[tuple[str, bool], ...]:
     return tuple((start, not prefixes and WORD.fullmatch(start) is not None) for start in spec.split())
 
 
-# The anchor's families first, then paraphrases, forged prefixes and e-mail exfiltration, then other languages.
+# Hermes Agent's families first, then paraphrases, forged prefixes and e-mail exfiltration, then other languages.
 _ALL_SOURCES = _SOURCES + threat_patterns_override.SOURCES + threat_patterns_i18n.SOURCES
 _ALL_REQUIRES = {**_REQUIRES, **threat_patterns_override.REQUIRES, **threat_patterns_i18n.REQUIRES}
 

@@ -1,4 +1,4 @@
-"""English threat patterns beyond the anchor's: paraphrased overrides, forged role prefixes, exfiltration by e-mail.
+"""English threat patterns beyond Hermes Agent's: paraphrased overrides, forged role prefixes, exfiltration by e-mail.
 
 Same conventions as `threat_patterns`: (id, category, start words, regex) over normalised text, every
 top-level branch begins with a start word, filler between key words is bounded.

@@ -18,7 +18,7 @@ from shared.errors import Conflict
 from shared.models.curator import RunKind, RunPublic
 from shared.models.skills import SkillState
 from shared.stores import curator, skill_records
-from shared.stores.skill_files import move_dir, named_lock, skill_lock
+from shared.files.skills import move_dir, named_lock, skill_lock
 from shared.stores.skills import Located, SkillStore
 
 LOCK_FILE = "curator.lock"  # never a skill's stripe, so a pass may hold it and then one skill's lock

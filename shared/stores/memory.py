@@ -13,7 +13,7 @@ from typing import Any
 
 from shared.config import Settings
 from shared.security.scanner import scan
-from shared.stores import memory_files as files
+from shared.files import memory as files
 from shared.stores import memory_rules as rules
 from shared.stores.memory_rules import Op, RuleError
 
@@ -35,7 +35,7 @@ class MemoryRequest:
 
     @classmethod
     def from_args(cls, args: dict[str, Any]) -> "MemoryRequest":
-        """From tool or api arguments; a missing target means `memory`, as in the anchor."""
+        """From tool or api arguments; a missing target means `memory`, as Hermes Agent does."""
         return cls(target=args.get("target") or "memory", action=args.get("action"), content=args.get("content"),
                    old_text=args.get("old_text"), operations=args.get("operations"))
 

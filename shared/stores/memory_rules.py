@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.security.fences import neutralise
-from shared.stores.memory_files import DELIMITER, render
+from shared.files.memory import DELIMITER, render
 
 ACTIONS = ("add", "replace", "remove")
 PREVIEW_CHARS = 80

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from sqlmodel import select
 
+from shared.backoff import exponential
 from shared.clock import utcnow
 from shared.db import Database
 from shared.errors import NotFound
@@ -76,7 +77,7 @@ def report(db: Database, item_id: str, ok: bool, error: str | None, retry_in: fl
             if give_up or row.attempts >= MAX_ATTEMPTS:
                 row.status = "failed"
             else:
-                delay = retry_in if retry_in is not None else min(backoff_max, backoff_base * 2 ** (row.attempts - 1))
+                delay = retry_in if retry_in is not None else exponential(row.attempts, backoff_base, backoff_max)
                 row.next_attempt_at = now + timedelta(seconds=delay)
         s.add(row)
     return row

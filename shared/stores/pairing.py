@@ -1,10 +1,10 @@
-"""Pairing: who on a chat platform may reach the agent. Codes follow the anchor's rules exactly.
+"""Pairing: who on a chat platform may reach the agent. Codes follow Hermes Agent's rules exactly.
 
 8 characters from an alphabet without 0/O/1/I, drawn with `secrets.choice`, stored only as
 SHA-256(salt + code); valid 1 hour; at most 3 pending per platform; one request per platform user per
 10 minutes; 5 failed approvals lock the platform's approvals for an hour.
 
-Beyond the anchor: a new request on a full platform evicts the oldest pending one instead of being refused.
+Beyond Hermes Agent: a new request on a full platform evicts the oldest pending one instead of being refused.
 A cap per requester would not help, since each requester already holds at most one request; refusing left
 three throwaway accounts able to close pairing for everyone for as long as they kept asking. Eviction keeps
 pairing open to whoever asks last, and the owner may dismiss any request by its id or platform user id.

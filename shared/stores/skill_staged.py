@@ -21,8 +21,8 @@ from shared.db import Database
 from shared.errors import Conflict, InvalidInput, InvalidState, NotFound
 from shared.ids import new_id
 from shared.models.skills import SkillStagedWrite
-from shared.stores.skill_files import inside, read_text
-from shared.stores.skill_format import SKILL_FILE, check_name, check_support_path, check_support_size, parse_skill_md
+from shared.files.skills import inside, read_text
+from shared.files.skill_format import SKILL_FILE, check_name, check_support_path, check_support_size, parse_skill_md
 from shared.stores.skill_writes import ACTIONS, SkillEditor, argument_text
 from shared.stores.skills import SkillStore, refuse_threats
 from shared.textmatch import MatchFailure, find_and_replace
@@ -105,7 +105,7 @@ def _diff(name: str, relative: str, before: str, after: str) -> str:
 
 
 def _summary(action: str, name: str, relative: str, before: str, after: str) -> str:
-    """One line, as the anchor's gist: no model call."""
+    """One line, as Hermes Agent's gist: no model call."""
     if action == "create":
         try:
             description = parse_skill_md(after, name).description

@@ -4,7 +4,7 @@ Every action is taken as a `writer` (agent, review or user) and follows the same
 is checked and scanned before anything is written, the skill's flock is held from reading to the
 atomic replace (so two processes patching one skill never lose an update), bundled skills are
 read-only, and a background review may only change skills a review created (the agent's own), never
-a pinned one, and only a file it loaded with skill_view in the same review (the anchor's read-before-write).
+a pinned one, and only a file it loaded with skill_view in the same review (Hermes Agent's read-before-write).
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from shared.atomic import atomic_write
+from shared.files.atomic import atomic_write
 from shared.errors import Conflict, Forbidden, HermesError, InvalidInput, NotFound
 from shared.models.skills import SkillOrigin, SkillState, SkillWriter
 from shared.stores import skill_records
-from shared.stores.skill_files import (
+from shared.files.skills import (
     inside,
     read_text,
     remove_file,
     skill_lock,
     support_files,
 )
-from shared.stores.skill_format import (
+from shared.files.skill_format import (
     MAX_FILES_PER_SKILL,
     SKILL_FILE,
     check_name,
@@ -46,7 +46,7 @@ def argument_text(value: Any, argument: str, *, allow_empty: bool = False) -> st
 
 
 def _patch_refused(failure: MatchFailure, name: str, relative: str, current: str) -> InvalidInput:
-    """The matcher's refusal in skill terms; a miss also shows how the file starts (the anchor's preview)."""
+    """The matcher's refusal in skill terms; a miss also shows how the file starts (Hermes Agent's preview)."""
     if failure.kind == "no_match":
         return InvalidInput(f"old_string was not found in {relative} of skill {name!r}; copy it from skill_view. "
                             f"{failure.message}\nThe file starts:\n{current[:PREVIEW_CHARS]}",

@@ -15,7 +15,7 @@ from typing import Callable
 
 from sqlmodel import Session
 
-from shared.atomic import atomic_write
+from shared.files.atomic import atomic_write
 from shared.config import Settings
 from shared.db import Database
 from shared.errors import Conflict, HermesError, InvalidInput, NotFound
@@ -30,7 +30,7 @@ from shared.models.skills import (
 )
 from shared.security.skill_checks import check_skill_text
 from shared.stores import skill_records
-from shared.stores.skill_files import (
+from shared.files.skills import (
     SkillRoots,
     discard_dir,
     inside,
@@ -41,7 +41,7 @@ from shared.stores.skill_files import (
     skill_lock,
     support_files,
 )
-from shared.stores.skill_format import (
+from shared.files.skill_format import (
     MAX_FILES_PER_SKILL,
     SKILL_FILE,
     FrontMatter,
@@ -189,7 +189,7 @@ class SkillStore:
     def index(self) -> list[tuple[str, str]]:
         """(name, description cut to 60 chars) of every unarchived skill with a valid SKILL.md, by name.
 
-        A stale skill stays: stale is the curator's label, not a hiding place (as in the anchor).
+        A stale skill stays: stale is the curator's label, not a hiding place (as in Hermes Agent).
         """
         entries = []
         for skill in self.visible(include_archived=False):

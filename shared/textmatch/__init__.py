@@ -3,7 +3,7 @@
     find_and_replace(content, old, new, replace_all=False, cancelled=...) -> Replacement
     MatchFailure.kind: empty | identical | no_match | ambiguous | escape_drift | indentation | cancelled
 
-Strategies, in order (the anchor's chain): exact, line_trimmed, whitespace_normalized,
+Strategies, in order (Hermes Agent's chain): exact, line_trimmed, whitespace_normalized,
 line_collapsed, escape_normalized, unicode_normalized, block_anchor, context_aware. Each is a
 linear scan except the two similarity ones, which run on a fixed character budget.
 """

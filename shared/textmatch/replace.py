@@ -1,8 +1,8 @@
-"""Find-and-replace with the anchor's fuzzy matching: strategies in order, the first that matches decides.
+"""Find-and-replace with Hermes Agent's fuzzy matching: strategies in order, the first that matches decides.
 
 At every strategy the match must be unique unless `replace_all`; a similarity strategy never
 replaces several blocks. After a non-exact match the replacement is re-indented to the matched
-block, and the anchor's guards refuse what is almost surely a transport artefact.
+block, and Hermes Agent's guards refuse what is almost surely a transport artefact.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def reindent(region: str, old: str, new: str) -> str:
 
     When old_string and the block have the same lines, each indentation old_string used maps to the
     block's indentation on the same line (2-space nesting becomes the file's 4-space); other lines
-    move by the base indentation, as in the anchor.
+    move by the base indentation, as Hermes Agent does.
     """
     old_first, file_first = _first_meaningful(old), _first_meaningful(region)
     if not new or old_first is None or file_first is None:

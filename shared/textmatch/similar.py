@@ -1,4 +1,4 @@
-"""The anchor's similarity strategies (block_anchor, context_aware) and the "did you mean" hint, on a budget.
+"""Hermes Agent's similarity strategies (block_anchor, context_aware) and the "did you mean" hint, on a budget.
 
 `difflib` ratios cost far more than a linear scan, so every ratio is paid from a character budget,
 identical lines are scored once, and cheap upper bounds (`real_quick_ratio`, `quick_ratio`) turn

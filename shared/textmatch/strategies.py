@@ -1,7 +1,7 @@
-"""The precise matching strategies, tried in the anchor's order; each returns every span it matches.
+"""The precise matching strategies, tried in Hermes Agent's order; each returns every span it matches.
 
 Each one is a normal form applied to both sides and searched in one pass (see lines.py); a match
-is mapped back to the original text's offsets. The anchor's `indentation_flexible` and
+is mapped back to the original text's offsets. Hermes Agent's `indentation_flexible` and
 `trimmed_boundary` are not repeated here: whatever they match, `line_trimmed` (strip every line)
 has already matched. `line_collapsed` (strip and collapse blanks per line) is ours.
 """

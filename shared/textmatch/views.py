@@ -7,7 +7,7 @@ from bisect import bisect_right
 
 from shared.textmatch.lines import Span
 
-# Typographic characters a model types as ASCII (the anchor's table): quotes, dashes, ellipsis, spaces.
+# Typographic characters a model types as ASCII (Hermes Agent's table): quotes, dashes, ellipsis, spaces.
 UNICODE_ASCII = {
     "\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'",
     "\u2014": "--", "\u2013": "-", "\u2212": "-", "\u2026": "...",

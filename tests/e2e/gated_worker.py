@@ -2,16 +2,19 @@
 
 `celery -A tests.e2e.gated_worker worker -Q turns` runs the real worker tasks; the tool appends each
 command it is allowed to "run" to DATA_DIR/gated-calls.log, so a test sees what ran and what never did.
-Only worker processes import this module: importing it registers the tool into the process's registry.
+Only worker processes import this module; the tool joins the process's registry as the worker starts.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from celery import signals
+
 from shared.config import get_settings
+from services.worker.runtime import get_runtime
 from services.worker.tasks import app  # noqa: F401  (the real tasks)
-from services.worker.tools.registry import Tool, register
+from services.worker.tools.registry import Tool
 
 CALLS_FILE = "gated-calls.log"
 
@@ -22,6 +25,12 @@ def _record(ctx, args):
     return f"ran: {args['command']}"
 
 
-register(Tool(name="shell", description="Run a shell command (recorded only).",
-              parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-              handler=_record, toolset="tests", exclusive=True, approval_command=lambda args: args.get("command")))
+SHELL = Tool(name="shell", description="Run a shell command (recorded only).",
+             parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+             handler=_record, approval_command=lambda args: args.get("command"))
+
+
+@signals.worker_init.connect
+def _add_shell(**_) -> None:
+    """Before the worker takes a task, its runtime's registry gains the shell, as a tool added at run time would."""
+    get_runtime().tools.add(SHELL, toolset="tests", exclusive=True)

@@ -9,8 +9,9 @@ import pytest
 
 from shared import clock
 from shared.db import get_database
-from shared.stores import curator, curator_backups, skill_records, users
-from shared.stores.skill_files import SkillRoots
+from shared.stores import curator, skill_records, users
+from shared.files import backups as curator_backups
+from shared.files.skills import SkillRoots
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from tests.support.processes import Stack

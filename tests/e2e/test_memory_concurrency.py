@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from shared.stores.memory import MemoryRequest, MemoryStore
-from shared.stores.memory_files import read_raw, render, split_entries
+from shared.files.memory import read_raw, render, split_entries
 
 pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
 

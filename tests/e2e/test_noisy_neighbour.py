@@ -15,7 +15,7 @@ KEYS = 13  # 13 keys x SSE_MAX_STREAMS_PER_KEY (24) >= 300 streams
 
 
 def test_a_quiet_users_turn_streams_normally_beside_a_noisy_neighbour(fake_model, model):
-    """Reproduction (issue 9): 110 open SSE streams from one user exhausted the api's Redis pool, so other
+    """Reproduction: 110 open SSE streams from one user exhausted the api's Redis pool, so other
     users got empty event streams and /readyz answered 503; and one user's burst of turns filled the only
     worker, so everyone else's turns waited behind it. Here user A holds 300 open streams (spread over 13 keys
     to stay within the per-key cap) on 200 queued turns, and user B's single turn must still stream every event

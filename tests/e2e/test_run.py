@@ -50,7 +50,7 @@ def test_hstack_run_starts_everything_answers_a_turn_and_stops_cleanly():
 
 def test_the_console_shows_one_line_per_service_then_the_ready_block_and_no_banner():
     """`make run` printed ~180 lines before it was usable: each Celery service's ASCII banner, a root-privileges
-    warning, and the "ready at" block buried in the middle (issue 9). Now: one line per service as it becomes
+    warning, and the "ready at" block buried in the middle. Now: one line per service as it becomes
     ready, the ready block last; the banners stay in DATA_DIR/logs/<service>.log (`hstack logs SERVICE`)."""
     run = HstackRun()
     with run:
@@ -77,7 +77,7 @@ def test_the_console_shows_one_line_per_service_then_the_ready_block_and_no_bann
 def test_no_service_outlives_a_supervisor_killed_with_sigkill():
     """Children run in their own sessions, so when `hstack run` itself was killed with kill -9 (an OOM kill, a
     closed terminal's force-quit) the api, workers and Redis kept running without a supervisor, holding the port
-    (noticed while hardening, issue 9). Every child now gets SIGTERM when its supervisor dies."""
+    (noticed while hardening). Every child now gets SIGTERM when its supervisor dies."""
     run = HstackRun()
     with run:
         run.wait_ready()

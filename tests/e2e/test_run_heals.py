@@ -28,7 +28,7 @@ def model_saw(model: FakeModel, marker: str, answered: bool = False) -> int:
 
 def test_kill_the_worker_mid_turn_then_redis_and_the_stack_comes_back():
     """Under `make run`, kill -9 of the worker or of the embedded Redis stopped the whole stack, api included,
-    until a person restarted it (issue 9). Now the supervisor restarts each (Redis on the same port), the
+    until a person restarted it. Now the supervisor restarts each (Redis on the same port), the
     services reconnect by themselves, the interrupted turn completes exactly once, new turns complete, and
     `hstack run` keeps running."""
     with FakeModel() as model:

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 
 def test_workers_reconnect_to_a_restarted_redis_forever():
-    """kill -9 of the embedded Redis under `make run` (issue 9): Celery gave up after its default 100 reconnect
+    """kill -9 of the embedded Redis under `make run`: Celery gave up after its default 100 reconnect
     attempts and a publish could wait forever on a dead socket. Retry forever; bound every broker command."""
     conf = make_celery(load_settings()).conf
 

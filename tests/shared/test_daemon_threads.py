@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from shared.daemon_threads import DaemonThreads
+from shared.concurrency.daemon_threads import DaemonThreads
 from tests.support.waiting import wait_until
 
 

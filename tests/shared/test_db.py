@@ -66,7 +66,7 @@ def test_migrations_have_a_single_head(settings):
 
 @pytest.mark.sqlite_only
 def test_the_provenance_migration_gives_foreground_skills_to_their_user(tmp_data_dir):
-    """Issue 12: the provenance migration (0013_learning) keeps what each row meant: foreground agent skills were made because the user
+    """The provenance migration (0013_learning) keeps what each row meant: foreground agent skills were made because the user
     asked (now the user's), review skills stay the agent's, installed and bundled rows are unchanged."""
     from shared.migrate import upgrade
 

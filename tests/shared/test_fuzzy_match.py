@@ -1,4 +1,4 @@
-"""The shared fuzzy matcher: the anchor's strategy chain, uniqueness at every step, hints, guards, bounds."""
+"""The shared fuzzy matcher: Hermes Agent's strategy chain, uniqueness at every step, hints, guards, bounds."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from shared.errors import ContextOverflow, ModelAuthError, ModelRequestError, Mo
 from shared.llm import Cancelled, Completion, LLMClient, get_llm
 from shared.llm import stream_end
 from shared.llm.client import KEEPALIVE_CONNECTIONS, pooled_http_client, shared_http_client
-from shared.nodelay_http import NoDelayClient
+from shared.http.nodelay import NoDelayClient
 from tests.fakes.model import Reply, fail, text, tool_call
 from tests.support.env import free_port
 from tests.support.waiting import wait_until
@@ -225,7 +225,7 @@ def test_refused_request_raises_model_request_error_with_the_providers_message(m
     (413, "Request too large: too many tokens"),
 ])
 def test_a_context_overflow_is_its_own_error_and_skips_the_fallback(model, status, message):
-    """Issue 12: the caller compresses and asks again; a fallback model would not see less."""
+    """The caller compresses and asks again; a fallback model would not see less."""
     model.script(fail(status, message))
 
     with pytest.raises(ContextOverflow) as caught:
@@ -236,7 +236,7 @@ def test_a_context_overflow_is_its_own_error_and_skips_the_fallback(model, statu
 
 
 def test_an_answer_cut_by_the_output_limit_is_continued_and_joined(model):
-    """Issue 12: finish_reason=length was returned as if whole. Now up to 3 continuations with a raised cap."""
+    """Finish_reason=length was returned as if whole. Now up to 3 continuations with a raised cap."""
     model.script(text("The first half, ", finish_reason="length"), text("the second half, ", finish_reason="length"),
                  text("and the end."))
     streamed = []

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from shared.logs import JsonFormatter, Redactor, session_id_var, turn_id_var
+from shared.ops.logs import JsonFormatter, Redactor, session_id_var, turn_id_var
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 

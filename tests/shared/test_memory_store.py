@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from shared.stores.memory import MemoryRequest, MemoryStore
-from shared.stores.memory_files import DELIMITER
+from shared.files.memory import DELIMITER
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 

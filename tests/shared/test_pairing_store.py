@@ -1,4 +1,4 @@
-"""Pairing codes by the anchor's rules: alphabet, hashing, expiry, per-user interval, per-platform cap, lockout."""
+"""Pairing codes by Hermes Agent's rules: alphabet, hashing, expiry, per-user interval, per-platform cap, lockout."""
 
 from __future__ import annotations
 

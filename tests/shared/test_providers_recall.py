@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from shared.providers import ProviderContext
 from shared.providers.recall import RecallProvider
 from shared.stores import sessions
-from shared.stores.search import SearchHit
+from shared.search.engine import SearchHit
 from tests.support.factories import make_session, make_user
 
 WHEN = datetime(2026, 3, 14, 9, 30, tzinfo=timezone.utc)

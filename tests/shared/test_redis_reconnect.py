@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from shared.config import Settings
-from shared.redis import _sync_client, bounded_async_redis, get_async_redis
+from shared.messaging.connections import _sync_client, bounded_async_redis, get_async_redis
 from tests.support.env import free_port, start_embedded_redis
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
@@ -35,7 +35,7 @@ def settings_for(url: str) -> Settings:
 
 
 def test_the_apis_async_client_answers_the_first_call_after_a_restart(restartable_redis):
-    """After kill -9 of the embedded Redis under `make run` and its restart (issue 9), the api's first /readyz
+    """After kill -9 of the embedded Redis under `make run` and its restart, the api's first /readyz
     answered 503: the asyncio client failed the first command on each dead pooled connection instead of
     reconnecting."""
     url, restart = restartable_redis

@@ -88,7 +88,7 @@ def test_one_review_of_a_session_runs_at_a_time_and_a_dead_workers_review_is_tak
 
 
 def test_a_call_is_written_once_and_a_write_keeps_the_turns_that_came_after_its_trigger(db, chat):
-    """Issue 12: a review's write reset the counter to 0, erasing the turns finished after it was triggered."""
+    """A review's write reset the counter to 0, erasing the turns finished after it was triggered."""
     review = due_review(db, chat.user_id, chat.id)
     run_turns(db, chat, 3, intervals=Intervals(memory=0, skill=0))
     reviews.claim_next(db, chat.id, "reviewer-a", 60)

@@ -7,8 +7,9 @@ from datetime import datetime, timezone
 import pytest
 from sqlalchemy import text
 
-from shared.stores import search_postgres, search_sqlite, sessions
-from shared.stores.search import search_messages
+from shared.stores import sessions
+from shared.search import postgres as search_postgres, sqlite as search_sqlite
+from shared.search.engine import search_messages
 from tests.shared.test_search_query import HOSTILE
 from tests.support.factories import make_session, make_user
 

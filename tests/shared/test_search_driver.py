@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from shared.stores import search_sqlite, sessions
-from shared.stores.search import search_messages
-from shared.stores.search_scope import Scope
-from shared.stores.search_common import Common
-from shared.stores.search_sqlite import BUDGET
+from shared.stores import sessions
+from shared.search import sqlite as search_sqlite
+from shared.search.engine import search_messages
+from shared.search.scope import Scope
+from shared.search.common import Common
+from shared.search.sqlite import BUDGET
 from tests.support.factories import make_session, make_user
 from tests.support.statements import statements_of
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from shared.stores import search_vectors, sessions
-from shared.stores.search import search_messages
+from shared.stores import sessions
+from shared.search import vectors as search_vectors
+from shared.search.engine import search_messages
 from tests.support.factories import make_session, make_user
 
 needs_extra = pytest.mark.skipif(

@@ -10,7 +10,7 @@ from sqlalchemy import text
 from shared.db import Database
 from shared.migrate import alembic_config, upgrade
 from shared.stores import sessions, turns
-from shared.stores.search import search_messages
+from shared.search.engine import search_messages
 from tests.support.factories import make_session, make_user
 
 # (session, role, content) in the order stored: two sessions interleaved, with messages that are not indexed.

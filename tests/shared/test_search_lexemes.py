@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from shared.stores import search_lexemes
+from shared.search import lexemes as search_lexemes
 from tests.support.statements import statements_of
 
 WORDS = ["running", "lighthouses", "the", "Sketching", "run", "naïve"]

@@ -8,7 +8,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 
 from shared.stores import sessions
-from shared.stores.search import search_messages
+from shared.search.engine import search_messages
 from tests.support.factories import make_session, make_user
 from tests.support.statements import statements_of
 
@@ -55,7 +55,7 @@ def test_the_index_size_is_counted_while_small_and_estimated_once_large_in_one_s
     """BM25's N: exact while the statistics may lag a small table, the statistics' figure past SMALL_TABLE."""
     if db.is_sqlite:
         pytest.skip("Postgres' statistics; SQLite's FTS5 keeps its own row count")
-    from shared.stores import search_postgres
+    from shared.search import postgres as search_postgres
 
     user = make_user(db)
     sessions.append_messages(db, make_session(db, user.id).id, [{"role": "user", "content": f"row {i}"}

@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 
-from shared.stores.search_dates import Day, named_dates
-from shared.stores.search_query import fts5_match, parse_query, tsquery_match
+from shared.search.dates import Day, named_dates
+from shared.search.query import fts5_match, parse_query, tsquery_match
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 

@@ -11,9 +11,10 @@ from sqlalchemy import text
 
 from shared.db import Database
 from shared.migrate import alembic_config, upgrade
-from shared.stores import search_budget, search_postgres, search_sqlite, sessions
-from shared.stores.search import search_messages
-from shared.stores.search_scope import INDEXED_ROLES, Scope
+from shared.stores import sessions
+from shared.search import budget as search_budget, postgres as search_postgres, sqlite as search_sqlite
+from shared.search.engine import search_messages
+from shared.search.scope import INDEXED_ROLES, Scope
 from tests.support.factories import make_session, make_user
 
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from shared.clock import utcnow
 from shared.stores import sessions
-from shared.stores.search import search_messages
+from shared.search.engine import search_messages
 from tests.support.factories import make_session
 
 

@@ -10,8 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from shared.stores import search_postgres, search_sqlite, sessions
-from shared.stores.search import search_messages
+from shared.stores import sessions
+from shared.search import postgres as search_postgres, sqlite as search_sqlite
+from shared.search.engine import search_messages
 from tests.support.factories import make_session, make_user
 from tests.support.statements import statements_of
 

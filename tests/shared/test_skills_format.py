@@ -8,7 +8,7 @@ import pytest
 
 from shared.errors import HermesError
 from shared.security.skill_checks import check_skill_text
-from shared.stores.skill_format import (
+from shared.files.skill_format import (
     check_name,
     check_support_path,
     check_support_size,

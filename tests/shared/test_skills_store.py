@@ -11,7 +11,7 @@ from shared import clock
 from shared.errors import HermesError
 from shared.models.skills import SkillInstall, SkillState
 from shared.stores import skill_records
-from shared.stores.skill_files import SkillRoots
+from shared.files.skills import SkillRoots
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from tests.support.factories import make_user
@@ -110,7 +110,7 @@ def test_archiving_a_bundled_skill_hides_it_for_that_user_only(stores):
 
 
 def test_a_stale_skill_stays_in_the_index_and_a_view_makes_it_active(stores):
-    """Issue 12: a stale skill left the index, so learned procedures quietly vanished (the anchor keeps them)."""
+    """A stale skill left the index, so learned procedures quietly vanished (Hermes Agent keeps them)."""
     store = stores()
     SkillEditor(store, "review").create("brew-tea", skill_md("brew-tea"))
 

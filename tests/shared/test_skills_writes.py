@@ -7,7 +7,7 @@ import pytest
 from shared.errors import HermesError
 from shared.models.skills import SkillInstall
 from shared.stores import skill_records
-from shared.stores.skill_files import SkillRoots
+from shared.files.skills import SkillRoots
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from tests.support.factories import make_user
@@ -161,7 +161,7 @@ def test_bundled_skills_are_read_only_to_every_writer(store):
 
 
 def test_only_a_reviews_skills_are_the_agents_and_a_review_may_change_only_those(store, agent):
-    """Issue 12: a skill the foreground agent created because the user asked is the user's (as in the anchor)."""
+    """A skill the foreground agent created because the user asked is the user's (as Hermes Agent does)."""
     store.install(SkillInstall(name="users-own", content=skill_md("users-own", body="Mine.\n")))
     review = SkillEditor(store, "review")
 

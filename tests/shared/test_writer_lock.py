@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from shared.db import Database
-from shared.writer_lock import WriterLock, writer_lock_for
+from shared.concurrency.writer_lock import WriterLock, writer_lock_for
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py

@@ -1,5 +1,5 @@
 """A noisy neighbour for a running stack: one user holding hundreds of open event streams and a backlog of
-queued turns, and a quiet user's turn streamed over SSE beside them (issue 9's must-show, test and bench)."""
+queued turns, and a quiet user's turn streamed over SSE beside them (a must-show, test and bench)."""
 
 from __future__ import annotations
 

@@ -163,7 +163,7 @@ class Stack:
     def _announced(self, proc: Proc, service: str) -> bool:
         import redis
 
-        from shared.heartbeats import alive
+        from shared.ops.heartbeats import alive
 
         if not proc.alive():
             raise RuntimeError(f"{proc.name} exited:\n{proc.log()[-3000:]}")

@@ -19,7 +19,7 @@ from services.api.console.session import Flash
 from services.api.schemas import UserCreateBody
 from services.api.stack_status import admin_status
 from shared.errors import HermesError
-from shared.redis import get_redis
+from shared.messaging.connections import get_redis
 from shared.stores import outbox, users
 
 router = APIRouter(include_in_schema=False)

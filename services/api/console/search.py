@@ -17,8 +17,8 @@ from services.api.console.render import render
 from services.api.console.session import Flash
 from shared.errors import InvalidInput
 from shared.stores import sessions
-from shared.stores.search import search_messages
-from shared.stores.search_query import MAX_QUERY_CHARS
+from shared.search.engine import search_messages
+from shared.search.query import MAX_QUERY_CHARS
 
 router = APIRouter(include_in_schema=False)
 

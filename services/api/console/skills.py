@@ -16,7 +16,7 @@ from services.api.console.render import render
 from shared.errors import HermesError, NotFound
 from shared.models.users import User
 from shared.stores import skill_staged
-from shared.stores.skill_format import split_front_matter
+from shared.files.skill_format import split_front_matter
 from shared.stores.skills import SkillStore
 
 router = APIRouter(include_in_schema=False)

@@ -7,7 +7,6 @@ to the queue and enqueues `resume_turn`, which continues the turn from the parke
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
@@ -16,12 +15,8 @@ from services.api.deps import CurrentUser, DbDep, Enqueue, EnqueueDep
 from services.api.schemas import error_responses
 from shared.db import Database
 from shared.models.approvals import Approval, ApprovalDecision, ApprovalList, ApprovalPublic
-from shared.models.turns import Turn
-from shared.queue.names import RESUME_TURN
-from shared.queue.payloads import ResumeTurn
+from shared.queue.turns import send_turn
 from shared.stores import approvals
-
-log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/approvals", tags=["approvals"], responses=error_responses(401, 422))
 
@@ -54,16 +49,7 @@ def decide_and_resume(db: Database, enqueue: Enqueue, user_id: str, approval_id:
     then 409 when it was already decided or had expired (the turn still resumes, to refuse the command)."""
     decided = approvals.decide(db, user_id, approval_id, approve=approve, scope=scope)
     if decided.resume is not None:
-        _resume(enqueue, decided.resume, decided.approval.id)
+        send_turn(enqueue, decided.resume.id, decided.resume.session_id, approval_id=decided.approval.id)
     if decided.conflict:
         approvals.raise_conflict(decided.conflict)
     return decided.approval
-
-
-def _resume(enqueue: Enqueue, turn: Turn, approval_id: str) -> None:
-    """Send the turn on; a broker failure is left to the sweeper, which re-sends turns marked sent."""
-    try:
-        enqueue(RESUME_TURN, ResumeTurn(turn_id=turn.id, session_id=turn.session_id, approval_id=approval_id))
-    except Exception as exc:  # any broker failure: the row says sent, the sweeper re-sends it
-        log.warning("could not enqueue resume of turn %s (%s); the sweeper will re-send it", turn.id,
-                    type(exc).__name__)

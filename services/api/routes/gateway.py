@@ -9,9 +9,9 @@ from fastapi import APIRouter
 
 from services.api.deps import AsyncRedisDep, DbDep, EnqueueDep, GatewayKey, SettingsDep
 from services.api.schemas import error_responses
-from shared import webhook_deliveries
+from shared.messaging import webhook_deliveries
 from shared.errors import Forbidden
-from shared.gateway_auth import ACT_AS_HEADER
+from shared.http.gateway_auth import ACT_AS_HEADER
 from shared.models.gateway import (ChatAnswer, ChatAsk, DeliveryAnswer, DeliveryClaim, IdentityAnswer, IdentityAsk,
                                    OutboxCreate, OutboxFill, OutboxPublic, OutboxResult, WebhookIssued)
 from shared.queue.names import END_SESSION

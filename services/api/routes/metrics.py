@@ -8,7 +8,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4 as PROMETHEUS_
 from services.api.deps import DbDep, MetricsKey, RedisDep, SettingsDep
 from services.api.schemas import error_responses
 from services.api.stack_status import services_up, turn_counts
-from shared import metrics
+from shared.ops import metrics
 from shared.queue.app import queue_depths
 
 router = APIRouter(tags=["health"])

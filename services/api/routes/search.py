@@ -10,8 +10,8 @@ from services.api.deps import CurrentUser, DbDep
 from services.api.schemas import error_responses
 from shared.models.search import SearchHitPublic, SearchResults
 from shared.stores import sessions
-from shared.stores.search import search_messages
-from shared.stores.search_query import MAX_QUERY_CHARS
+from shared.search.engine import search_messages
+from shared.search.query import MAX_QUERY_CHARS
 
 router = APIRouter(prefix="/v1/search", tags=["search"], responses=error_responses(401, 422))
 

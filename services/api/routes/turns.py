@@ -12,7 +12,7 @@ from services.api.accept import accept_turn, request_hash
 from services.api.deps import CurrentUser, DbDep, EnqueueDep, RecentTurnsDep, RedisDep, SettingsDep
 from services.api.headers import IdempotencyKey
 from services.api.schemas import error_responses
-from shared import cancels, events
+from shared.messaging import cancels, events
 from shared.models.turns import TurnCreate, TurnPublic, TurnStatus
 from shared.stores import turns
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Protocol
 
 from shared.clock import utcnow
 from shared.errors import ContextOverflow, ModelAuthError, ModelError, ModelUnavailable
-from shared.logs import Redactor
+from shared.ops.logs import Redactor
 from shared.models.compactions import INEFFECTIVE, Compaction, CompactionOutcome
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn

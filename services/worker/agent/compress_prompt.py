@@ -1,6 +1,6 @@
 """The words of context compression: the summary request, the summary message, and the fallback summary.
 
-Paraphrased from the anchor agent's structured checkpoint summary: fixed sections, secrets redacted,
+Paraphrased from Hermes Agent's structured checkpoint summary: fixed sections, secrets redacted,
 completed work as dated facts, an earlier summary updated rather than nested, and the newest user
 request quoted verbatim (grounded after the call, so the model cannot invent the active task).
 """
@@ -11,7 +11,7 @@ import json
 import re
 from datetime import date
 
-from shared.logs import Redactor
+from shared.ops.logs import Redactor
 from shared.models.sessions import Message
 
 SUMMARY_PREFIX = (

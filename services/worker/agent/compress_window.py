@@ -42,7 +42,7 @@ DEGENERATE_SHARE = 0.85  # when the floor does not fit in the window
 
 
 def threshold_tokens(settings: Settings) -> int:
-    """The prompt size past which the session's context is compressed (the anchor's arithmetic).
+    """The prompt size past which the session's context is compressed (Hermes Agent's arithmetic).
 
     The share of the window left after the answer's max_tokens, raised to 75% for windows under 512K
     tokens, and never under the 64K-token floor; a window the floor does not fit in uses 85% of it.

@@ -11,16 +11,11 @@ the session's next turn for another worker.
 
 from __future__ import annotations
 
-import logging
-
 from shared.models.turns import Turn
-from shared.queue.names import RUN_TURN
-from shared.queue.payloads import RunTurn
+from shared.queue.turns import send_turn
 from shared.stores import turn_slots, turns
 from services.worker.agent.loop import run_turn
 from services.worker.runtime import Runtime
-
-log = logging.getLogger(__name__)
 
 
 def drain_session(runtime: Runtime, session_id: str) -> int:
@@ -45,7 +40,4 @@ def drain_session(runtime: Runtime, session_id: str) -> int:
 def send(runtime: Runtime, ready: list[Turn]) -> None:
     """Enqueue turns already marked sent; a broker failure is left to the sweeper, which re-sends them."""
     for turn in ready:
-        try:
-            runtime.enqueue(RUN_TURN, RunTurn(turn_id=turn.id, session_id=turn.session_id))
-        except Exception as exc:  # any broker failure: the row says sent, the sweeper re-sends it
-            log.warning("could not enqueue turn %s (%s); the sweeper will re-send it", turn.id, type(exc).__name__)
+        send_turn(runtime.enqueue, turn.id, turn.session_id)

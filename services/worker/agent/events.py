@@ -6,7 +6,7 @@ from typing import Any
 
 import redis
 
-from shared import events
+from shared.messaging import events
 
 
 class TurnEvents:

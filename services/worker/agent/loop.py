@@ -15,11 +15,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from shared import metrics
+from shared.ops import metrics
 from shared.clock import utcnow
 from shared.errors import ModelError
 from shared.llm import Cancelled, Completion, ToolCall
-from shared.logs import session_id_var, turn_id_var
+from shared.ops.logs import session_id_var, turn_id_var
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn, TurnStatus
 from shared.stores import approvals, sessions, turns

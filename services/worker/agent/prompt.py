@@ -1,7 +1,7 @@
 """The system prompt, built once when a session starts and then frozen on the session row.
 
 Parts, joined by a blank line: identity, tool guidance (only for tools that exist), the parts
-later features register (memory snapshot, skill index, provider blocks) in registration order,
+of the installed hooks (memory snapshot, skill index, provider blocks) by order,
 the caller's own instructions, and the date the conversation started (date only, so the text
 is the same all day and the provider's prompt cache keeps hitting).
 """
@@ -15,6 +15,7 @@ from typing import Callable
 from shared.config import Settings
 from shared.db import Database
 from shared.models.sessions import ChatSession
+from services.worker.hooks import current
 from services.worker.tools.registry import ToolRegistry
 
 IDENTITY = (
@@ -46,18 +47,9 @@ class SystemPrompt:
 
 
 PromptPart = Callable[[PromptContext], "str | None"]
-_PARTS: list[tuple[int, PromptPart]] = []
 
 # Where each feature's part goes (DESIGN.md): memory, user profile, skill index, external provider.
 ORDER_MEMORY, ORDER_USER, ORDER_SKILLS, ORDER_PROVIDER = 10, 20, 30, 40
-
-
-def register_prompt_part(part: PromptPart, order: int = 50) -> PromptPart:
-    """Add a part builder; parts run by `order` (then registration order) and empty results are left out."""
-    if all(p is not part for _, p in _PARTS):
-        _PARTS.append((order, part))
-        _PARTS.sort(key=lambda entry: entry[0])
-    return part
 
 
 def tool_guidance(tools: ToolRegistry) -> str | None:
@@ -79,6 +71,6 @@ def compose_system_prompt(session: ChatSession, tools: ToolRegistry, settings: S
     """The full system prompt for a session that has none yet, with the memory entries it shows."""
     context = PromptContext(session=session, tools=tools, settings=settings, today=today, db=db)
     parts = [IDENTITY, tool_guidance(tools)]
-    parts += [part(context) for _, part in _PARTS]
+    parts += [part(context) for _, part in current().prompt_parts]
     parts += [session.instructions, started_line(today)]
     return SystemPrompt("\n\n".join(p.strip() for p in parts if p and p.strip()), context.known)

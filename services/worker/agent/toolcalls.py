@@ -89,7 +89,7 @@ def prepare(call: ToolCall, registry: ToolRegistry) -> PreparedCall:
 
 
 def plan_segments(calls: list[PreparedCall], root: Path | None = None) -> list[tuple[bool, list[PreparedCall]]]:
-    """Ordered (parallel, calls) segments, the anchor's planner.
+    """Ordered (parallel, calls) segments, Hermes Agent's planner.
 
     A run of parallel-safe calls grows until a barrier, or until a path-scoped call overlaps a path
     already in the run (that call starts the next run). Paths are compared canonical: resolved

@@ -1,7 +1,7 @@
 """Work a turn starts as soon as its session is read, to run alongside the rest of its pre-call work.
 
-A hook registered here gets the turn's context right after the worker read the session row, before
-the system prompt is built and the transcript loaded; it must only *start* work (on its own thread)
+A turn-start hook (services/worker/hooks.py) gets the turn's context right after the worker read the
+session row, before the system prompt is built and the transcript loaded; it must only *start* work (on its own thread)
 and return at once. The recall provider's search starts here; the turn-context builder that needs
 its answer (services/worker/features/providers.py) collects it later instead of searching then.
 """
@@ -12,23 +12,16 @@ import logging
 from typing import Callable
 
 from services.worker.agent.context import TurnContext
+from services.worker.hooks import current
 
 log = logging.getLogger(__name__)
 
 TurnStart = Callable[[TurnContext], None]
-_HOOKS: list[TurnStart] = []
-
-
-def register_turn_start(hook: TurnStart) -> TurnStart:
-    """Run `hook(ctx)` as each turn begins; it starts background work and returns without waiting."""
-    if hook not in _HOOKS:
-        _HOOKS.append(hook)
-    return hook
 
 
 def turn_started(ctx: TurnContext) -> None:
     """Call every turn-start hook; one that fails is logged and costs only its own head start."""
-    for hook in _HOOKS:
+    for hook in current().turn_start:
         try:
             hook(ctx)
         except Exception:

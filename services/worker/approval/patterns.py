@@ -1,4 +1,4 @@
-"""The anchor's dangerous patterns, written against the canonical spelling of each simple command
+"""Hermes Agent's dangerous patterns, written against the canonical spelling of each simple command
 (commands.Cmd.text: real program name, prefixes gone, `-rf` spelled `-f -r`). A match asks a human
 in `manual` mode and the guardian in `smart` mode. The description doubles as the pattern key that
 a session-scoped approval remembers."""

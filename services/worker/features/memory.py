@@ -19,10 +19,10 @@ from shared.security.fences import neutralise
 from shared.security.scanner import scan
 from shared.stores import memory_snapshots
 from shared.stores.memory import TARGETS, MemoryStore
-from shared.stores.memory_files import FILE_NAMES, render
+from shared.files.memory import FILE_NAMES, render
 from shared.stores.memory_rules import chars, percent
-from services.worker.agent.context import TurnContext, register_after_turn, register_turn_context
-from services.worker.agent.prompt import ORDER_MEMORY, ORDER_USER, PromptContext, register_prompt_part
+from services.worker.agent.context import TurnContext
+from services.worker.agent.prompt import PromptContext
 from services.worker.tools.memory import FAILURES
 
 RULE = "═" * 46
@@ -149,11 +149,6 @@ def _line(target: str, entry: str) -> str:
     return shown(target, entry).replace("\n", "\n    ")
 
 
-def _forget_failures(ctx: TurnContext, status: str, output: str | None) -> None:
+def forget_failures(ctx: TurnContext, status: str, output: str | None) -> None:
+    """Drop the finished turn's count of failed memory writes."""
     FAILURES.forget(ctx.turn.id)
-
-
-register_prompt_part(snapshot_part("memory"), ORDER_MEMORY)
-register_prompt_part(snapshot_part("user"), ORDER_USER)
-register_turn_context(memory_update)
-register_after_turn(_forget_failures)

@@ -14,28 +14,20 @@ One manager per distinct configuration, shared by every turn of the process.
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
 import threading
 from typing import Any, Iterator
 
-import services.worker.tools  # noqa: F401  (built-in tools first, so a provider tool cannot shadow one)
-from shared.config import Settings, get_settings
+from shared.config import Settings
 from shared.db import get_database
 from shared.providers import ProviderContext, ProviderManager, build_manager, provider_class
 from shared.security.fences import fence_memory_context, strip_fences
 from shared.security.scanner import scan
 from shared.stores import sessions
-from services.worker.agent.context import (
-    TurnContext,
-    register_after_turn,
-    register_pre_compress,
-    register_turn_context,
-)
-from services.worker.agent.prompt import ORDER_PROVIDER, PromptContext, register_prompt_part
-from services.worker.agent.turn_start import register_turn_start
-from services.worker.tools.registry import REGISTRY, Tool, ToolContext, ToolRegistry
+from services.worker.agent.context import TurnContext
+from services.worker.agent.prompt import PromptContext
+from services.worker.tools.registry import Tool, ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -157,9 +149,9 @@ def install_tools(registry: ToolRegistry, manager: ProviderManager) -> list[str]
         if name in registry:
             log.warning("memory provider tool %r dropped: a tool of that name already exists", name)
             continue
-        registry.register(Tool(name=name, description=schema.get("description") or "",
-                               parameters=schema.get("parameters") or EMPTY_PARAMETERS,
-                               handler=_tool_handler(manager, name), toolset="memory_provider"))
+        registry.add(Tool(name=name, description=schema.get("description") or "",
+                          parameters=schema.get("parameters") or EMPTY_PARAMETERS,
+                          handler=_tool_handler(manager, name)), toolset="memory_provider")
         added.append(name)
     return added
 
@@ -180,11 +172,3 @@ def shutdown_managers() -> None:
     for manager in managers:
         manager.shutdown()
 
-
-register_turn_start(start_recall)
-register_turn_context(recalled_context)
-register_prompt_part(provider_prompt_block, ORDER_PROVIDER)
-register_after_turn(sync_after_turn)
-register_pre_compress(provider_pre_compress)
-install_tools(REGISTRY, manager_for(get_settings()))
-atexit.register(shutdown_managers)

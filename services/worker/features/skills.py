@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from shared.db import get_database
 from shared.stores.skills import SkillStore
-from services.worker.agent.prompt import ORDER_SKILLS, PromptContext, register_prompt_part
+from services.worker.agent.prompt import PromptContext
 
 INDEX_HEADER = (
     "## Skills\n"
@@ -28,6 +28,3 @@ def skills_index(ctx: PromptContext) -> str | None:
         return None
     lines = [f"- {name}: {description}" for name, description in entries]
     return "\n".join([INDEX_HEADER, "<available_skills>", *lines, "</available_skills>"])
-
-
-register_prompt_part(skills_index, ORDER_SKILLS)

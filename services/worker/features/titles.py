@@ -10,7 +10,7 @@ import logging
 
 from shared.llm import get_llm
 from shared.stores import sessions
-from services.worker.agent.context import TurnContext, register_after_turn
+from services.worker.agent.context import TurnContext
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,3 @@ def title_after_first_exchange(ctx: TurnContext, status: str, output: str | None
         return
     if title:
         sessions.set_title_if_unset(ctx.db, ctx.session.id, title)
-
-
-register_after_turn(title_after_first_exchange)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from shared.llm import ToolCall
 from shared.models.reviews import CallOutcome, Review, ReviewCall
-from shared.stores.skill_format import SKILL_FILE
+from shared.files.skill_format import SKILL_FILE
 from shared.stores import reviews
 from services.worker.agent.toolcalls import ToolBatch
 from services.worker.runtime import Runtime

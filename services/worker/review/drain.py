@@ -7,7 +7,7 @@ once. A review already completed is never claimed again, so its fork never start
 
 from __future__ import annotations
 
-from shared.logs import session_id_var
+from shared.ops.logs import session_id_var
 from shared.stores import reviews
 from services.worker.review.fork import ReviewRun
 from services.worker.review.lease import ReviewLease

@@ -1,7 +1,7 @@
-"""The one line a user sees after a review saved something: `review.completed`, as the anchor's notice.
+"""The one line a user sees after a review saved something: `review.completed`, as Hermes Agent's notice.
 
 Built from the review's ledger (only memory and skill writes that were applied or staged), so a review
-that saved nothing says nothing. The event waits in the session's notices (shared.events) and goes out
+that saved nothing says nothing. The event waits in the session's notices (shared.messaging.events) and goes out
 on the stream of the session's next turn: the one already queued or running when the review ends, or
 else the next one the user starts, right after its `turn.started`.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import redis
 
-from shared import events
+from shared.messaging import events
 from shared.models.reviews import CallOutcome, Review, ReviewCall
 from shared.stores import reviews, turns
 from services.worker.runtime import Runtime
@@ -66,7 +66,7 @@ def describe(write: dict[str, Any]) -> str:
 
 
 def summary(saved: list[dict[str, Any]]) -> str:
-    """`Self-improvement review: a · b`, duplicates removed, as the anchor prints it."""
+    """`Self-improvement review: a · b`, duplicates removed, as Hermes Agent prints it."""
     return PREFIX + " · ".join(dict.fromkeys(describe(w) for w in saved))
 
 

@@ -4,7 +4,7 @@ Each kind opens with its own header line, so logs (and the scripted model in tes
 review is talking. What to save and what not to is in the tools' own descriptions, which the main
 agent follows too: memory (only what a message or tool result showed, no guesses, a one-off request
 is not a standing preference, who the user is to target "user", declarative facts, no transient
-failures, replace rather than duplicate) and skill_manage (patch before create, in the anchor's
+failures, replace rather than duplicate) and skill_manage (patch before create, in Hermes Agent's
 order; class-level skills; load before patching; no transient failures, but the fix of a solved
 setup problem); the system prompt's skill guidance adds steps first, then pitfalls with a reason.
 The fork sends those tools and that prompt byte for byte, so the provider has them cached; this

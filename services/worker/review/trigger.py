@@ -1,6 +1,6 @@
 """When a review is due: count each finished turn of a session, and send the review it makes due.
 
-Two counters per session, kept in the database (shared.stores.reviews), as in the anchor agent:
+Two counters per session, kept in the database (shared.stores.reviews), as Hermes Agent does:
 - user turns since the last memory write; a memory review is due at MEMORY_REVIEW_INTERVAL;
 - model calls of the agent loop since the last skill write, counted across turns; a skill review is
   due at SKILL_REVIEW_INTERVAL.

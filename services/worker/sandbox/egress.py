@@ -21,7 +21,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
-from shared.daemon_threads import DaemonThreads
+from shared.concurrency.daemon_threads import DaemonThreads
 from shared.security.addresses import AddressRefused
 
 from .proxy_head import BadHead, Target, parse

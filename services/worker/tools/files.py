@@ -9,7 +9,7 @@ from services.worker.sandbox import quota
 from services.worker.tools.beneath import explained
 from services.worker.tools.file_search import search_files
 from services.worker.tools.patterns import glob_matcher
-from services.worker.tools.registry import Tool, ToolContext, register
+from services.worker.tools.registry import Tool, ToolContext
 from services.worker.tools.workspace import looks_binary, open_regular, opened, shown, walk
 from shared.errors import InvalidInput
 from shared.security.paths import relative_parts
@@ -119,7 +119,7 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 _PATH = {"type": "string", "description": "Path relative to the workspace."}
 
-register(Tool(
+READ_FILE = Tool(
     name="read_file",
     description="Read a text file from the workspace as numbered lines, up to 2,000 lines per call.",
     parameters=_schema({
@@ -128,12 +128,9 @@ register(Tool(
         "limit": {"type": "integer", "description": "How many lines to show (max 2000).", "default": 2000},
     }, ["path"]),
     handler=read_file,
-    read_only=True,
-    path_arg="path",
-    toolset="files",
     guidance=(WORKSPACE_NOTE, "Read a file with read_file before you change it; long files page with offset."),
-))
-register(Tool(
+)
+LIST_FILES = Tool(
     name="list_files",
     description="List files and directories under a workspace path, recursively; directories end with '/'.",
     parameters=_schema({
@@ -141,11 +138,9 @@ register(Tool(
         "pattern": {"type": "string", "description": "Only names matching this glob, e.g. '*.md'."},
     }, []),
     handler=list_files,
-    read_only=True,
-    toolset="files",
     guidance=(WORKSPACE_NOTE, "Use list_files to see what exists instead of guessing paths."),
-))
-register(Tool(
+)
+SEARCH_FILES = Tool(
     name="search_files",
     description="Search workspace text files for a regular expression (or plain text); returns path:line: text.",
     parameters=_schema({
@@ -153,11 +148,9 @@ register(Tool(
         "path": {**_PATH, "default": "."},
     }, ["pattern"]),
     handler=search_files,
-    read_only=True,
-    toolset="files",
     guidance=(WORKSPACE_NOTE, "Use search_files to find where something is mentioned."),
-))
-register(Tool(
+)
+WRITE_FILE = Tool(
     name="write_file",
     description="Write a whole file in the workspace (created or replaced), creating parent directories.",
     parameters=_schema({
@@ -165,8 +158,5 @@ register(Tool(
         "content": {"type": "string", "description": "The complete new content of the file."},
     }, ["path", "content"]),
     handler=write_file,
-    read_only=False,
-    path_arg="path",
-    toolset="files",
     guidance=(WORKSPACE_NOTE, "write_file replaces the whole file, so include everything it should keep."),
-))
+)

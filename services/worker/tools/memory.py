@@ -10,7 +10,7 @@ from shared.db import get_database
 from shared.security.classifier import SAFE, UNSAFE, classify_texts
 from shared.stores import memory_staged
 from shared.stores.memory import MemoryRequest, MemoryStore, failure
-from services.worker.tools.registry import Tool, ToolContext, register
+from services.worker.tools.registry import Tool, ToolContext
 
 MAX_FAILURES = 3
 # Failures a retry in the same turn might fix by consolidating; the cap stops the model looping on them.
@@ -120,7 +120,7 @@ _OPERATION = {
     "required": ["action"],
 }
 
-register(Tool(
+MEMORY = Tool(
     name="memory",
     description=DESCRIPTION,
     parameters={
@@ -138,11 +138,10 @@ register(Tool(
         "required": ["target"],
     },
     handler=memory,
-    toolset="memory",
     guidance=(
         "You have persistent memory across sessions: when you learn something durable — above all the user's "
         "preferences, corrections and personal details — save it with the memory tool, and keep entries short "
         "because both stores have a character limit. The memory shown in this prompt was captured when the "
         "conversation started; changes made since arrive as a <memory-update> note on a user message.",
     ),
-))
+)

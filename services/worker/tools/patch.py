@@ -1,4 +1,4 @@
-"""The `patch` tool: the anchor's fuzzy find-and-replace on one workspace file, answered with a diff."""
+"""The `patch` tool: Hermes Agent's fuzzy find-and-replace on one workspace file, answered with a diff."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from services.worker.sandbox import quota
 from services.worker.tools.beneath import Beneath, explained
-from services.worker.tools.registry import Tool, ToolContext, register
+from services.worker.tools.registry import Tool, ToolContext
 from services.worker.tools.workspace import open_regular, opened, shown
 from shared.errors import InvalidInput, NotFound, PayloadTooLarge
 from shared.security.paths import relative_parts
@@ -24,7 +24,7 @@ GUIDANCE = (
 
 
 def _already_applied(content: str, old: str, new: str) -> bool:
-    """The anchor's no-op rule: new_string (non-trivial) is there verbatim and old_string is gone."""
+    """Hermes Agent's no-op rule: new_string (non-trivial) is there verbatim and old_string is gone."""
     return len(new.strip()) >= 8 and new in content and (old == new or old not in content)
 
 
@@ -88,7 +88,7 @@ def patch(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any] | str:
             "diff": unified_diff(body, result.content, name)}
 
 
-register(Tool(
+PATCH = Tool(
     name="patch",
     description=(
         "Replace old_string with new_string in a workspace file and return the diff. Matching tolerates "
@@ -102,7 +102,5 @@ register(Tool(
                         "default": False},
     }, "required": ["path", "old_string", "new_string"]},
     handler=patch,
-    path_arg="path",
-    toolset="files",
     guidance=(GUIDANCE,),
-))
+)

@@ -1,8 +1,8 @@
-"""Tools the agent may call: their schemas, handlers, and the registry tool modules fill on import."""
+"""Tools the agent may call: their schemas, handlers, and the registry services/worker/registrations.py fills."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -118,6 +118,12 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         return tool
 
+    def add(self, tool: Tool, *, toolset: str, read_only: bool = False, path_arg: str | None = None,
+            exclusive: bool = False) -> Tool:
+        """Register `tool` in `toolset` with its parallel rules (see Tool): how a batch may run it."""
+        return self.register(replace(tool, toolset=toolset, read_only=read_only, path_arg=path_arg,
+                                     exclusive=exclusive))
+
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
@@ -136,13 +142,4 @@ class ToolRegistry:
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
-
-
-# The built-in tools; importing services.worker.tools registers each tool module into it.
-REGISTRY = ToolRegistry()
-
-
-def register(tool: Tool) -> Tool:
-    """Register a built-in tool; tool modules call this when imported."""
-    return REGISTRY.register(tool)
 

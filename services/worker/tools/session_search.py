@@ -1,6 +1,6 @@
 """`session_search`: the agent reads its earlier conversations with this user, straight from the store.
 
-Four shapes, inferred from the arguments (the anchor's order): scroll (`session_id` +
+Four shapes, inferred from the arguments (Hermes Agent's order): scroll (`session_id` +
 `around_message_id`), discover (`query`: ranked hits grouped by session, a few messages around each),
 read (`session_id` alone: the session's head and tail) and browse (nothing: recent sessions). It
 returns stored messages with their ids, roles and times, never a summary, and calls no model.
@@ -14,11 +14,11 @@ from shared.db import get_database
 from shared.errors import InvalidInput
 from shared.models.sessions import Message
 from shared.stores import sessions
-from shared.stores.search import SEARCHABLE_ROLES, search_messages
-from shared.stores.search_query import MAX_QUERY_CHARS
-from shared.stores.search_views import (anchored_view, messages_around, recent_sessions, session_head_tail,
+from shared.search.engine import SEARCHABLE_ROLES, search_messages
+from shared.search.query import MAX_QUERY_CHARS
+from shared.search.views import (anchored_view, messages_around, recent_sessions, session_head_tail,
                                          titled_sessions)
-from services.worker.tools.registry import Tool, ToolContext, register
+from services.worker.tools.registry import Tool, ToolContext
 
 LIMIT, MAX_LIMIT = 3, 10
 WINDOW, MAX_WINDOW = 5, 20
@@ -209,7 +209,7 @@ def _browse(db, ctx: ToolContext, limit: int, sort) -> dict[str, Any]:
     }
 
 
-register(Tool(
+SESSION_SEARCH = Tool(
     name="session_search",
     description=(
         "Search and read your earlier conversations with this user (stored messages, not summaries). "
@@ -233,10 +233,8 @@ register(Tool(
         "required": [],
     },
     handler=session_search,
-    read_only=True,
-    toolset="session_search",
     guidance=(
         "When the user refers to something from an earlier conversation, or you need a past detail, decision "
         "or preference, use session_search before saying you do not remember; quote what it returns.",
     ),
-))
+)

@@ -1,4 +1,4 @@
-"""The skill tools: skills_list, skill_view and skill_manage (parameter names as in the anchor agent).
+"""The skill tools: skills_list, skill_view and skill_manage (parameter names as in Hermes Agent).
 
 Writes go through shared.stores.skill_writes as the writer bound to `WRITER`: the foreground agent by
 default; a background review binds "review" around its tool calls with `writing_as`, which limits it
@@ -13,11 +13,11 @@ from typing import Any, Iterator
 
 from shared.db import get_database
 from shared.models.skills import SkillWriter
-from shared.stores.skill_format import SKILL_FILE, SUPPORT_DIRS
+from shared.files.skill_format import SKILL_FILE, SUPPORT_DIRS
 from shared.stores import skill_staged
 from shared.stores.skill_writes import ACTIONS, SkillEditor
 from shared.stores.skills import SkillStore
-from services.worker.tools.registry import Tool, ToolContext, register
+from services.worker.tools.registry import Tool, ToolContext
 
 MAX_VIEW_CHARS = 100_000
 
@@ -30,7 +30,7 @@ def writing_as(writer: SkillWriter | str, viewed: frozenset[tuple[str, str]] | N
     """Run the enclosed tool calls' skill writes as `writer` (the review binds "review").
 
     `viewed` holds the (skill, file) pairs already loaded with skill_view: with it, a write to an
-    existing file not among them is refused (the anchor's read-before-write guard for reviews).
+    existing file not among them is refused (Hermes Agent's read-before-write guard for reviews).
     """
     tokens = WRITER.set(SkillWriter(writer)), VIEWED.set(viewed)
     try:
@@ -95,16 +95,14 @@ MANAGE_GUIDANCE = (
     "patch to fix or extend a skill, and patch a loaded skill at once when it proved wrong or stale; use edit "
     "only for a major rewrite.")
 
-register(Tool(
+SKILLS_LIST = Tool(
     name="skills_list",
     description="List the skills you can load: name, description, origin (bundled, user, agent) and state.",
     parameters={"type": "object", "properties": {}, "required": []},
     handler=skills_list,
-    read_only=True,
-    toolset="skills",
     guidance=(VIEW_GUIDANCE,),
-))
-register(Tool(
+)
+SKILL_VIEW = Tool(
     name="skill_view",
     description="Load a skill: its SKILL.md and the list of its supporting files, or one supporting file with "
                 "file_path.",
@@ -113,14 +111,12 @@ register(Tool(
         "file_path": {**_FILE_PATH, "description": _FILE_PATH["description"] + " Omit it for SKILL.md."},
     }, "required": ["name"]},
     handler=skill_view,
-    read_only=True,
-    toolset="skills",
     guidance=(VIEW_GUIDANCE,),
-))
+)
 # The description says what to keep as a skill and what not to: the main agent's rules and the background
 # review's, which reads them here (its first request replays the parent's tools byte for byte, so these words come
 # from the prompt cache; review/prompt.py).
-register(Tool(
+SKILL_MANAGE = Tool(
     name="skill_manage",
     description=(
         "Save and improve skills (procedures you can load later). Actions: create (new skill; content is the "
@@ -148,7 +144,5 @@ register(Tool(
         "file_content": {"type": "string", "description": "The complete file (write_file)."},
     }, "required": ["action", "name"]},
     handler=skill_manage,
-    read_only=False,
-    toolset="skills",
     guidance=(MANAGE_GUIDANCE,),
-))
+)

@@ -12,7 +12,7 @@ import shlex
 from typing import Any
 
 from services.worker.sandbox import Sandbox, process_table, run, unsandboxed_refusal
-from services.worker.tools.registry import Tool, ToolContext, register
+from services.worker.tools.registry import Tool, ToolContext
 from shared.db import get_database
 from shared.errors import Forbidden, InvalidInput, NotFound
 from shared.security.paths import relative_name, resolve_inside
@@ -168,7 +168,7 @@ def approval_command(args: dict[str, Any]) -> str | None:
     return f"cd {shlex.quote(folder)} && {command}"
 
 
-register(Tool(
+TERMINAL = Tool(
     name="terminal",
     description=(
         "Run a bash command in your workspace (mounted at /workspace in a sandbox) and return its output "
@@ -184,13 +184,11 @@ register(Tool(
         "workdir": {"type": "string", "description": "Folder to run in, relative to the workspace."},
     }, "required": ["command"]},
     handler=terminal,
-    exclusive=True,
     approval_command=approval_command,
     deadline=terminal_deadline,
-    toolset="terminal",
     guidance=GUIDANCE,
-))
-register(Tool(
+)
+PROCESS = Tool(
     name="process",
     description=(
         "Manage your background processes started with terminal(background=true): list them, poll one (status "
@@ -205,6 +203,5 @@ register(Tool(
     }, "required": ["action"]},
     handler=process,
     deadline=process_deadline,
-    toolset="terminal",
     guidance=GUIDANCE,
-))
+)

@@ -1,4 +1,4 @@
-"""merge the feature branches of issues 3 to 6 into one head
+"""merge the feature branches developed in parallel into one head
 
 Revision ID: 0010
 Revises: 0003, 0004, 0005, 0007, 0008, 0009

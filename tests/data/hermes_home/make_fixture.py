@@ -1,4 +1,4 @@
-"""Rebuild this Hermes Agent home with the anchor's own code (run it with the hermes-agent venv's python).
+"""Rebuild this Hermes Agent home with Hermes Agent's own code (run it with the hermes-agent venv's python).
 
     python3 -m venv /tmp/hermes-venv && /tmp/hermes-venv/bin/pip install hermes-agent==0.19.0
     rm -rf /tmp/hermes_home && /tmp/hermes-venv/bin/python tests/data/hermes_home/make_fixture.py /tmp/hermes_home
@@ -59,7 +59,7 @@ def trip_session(db) -> None:
 
 
 def packaging_session(db) -> None:
-    """A Telegram chat the anchor compacted in place: originals archived, a summary and copies inserted."""
+    """A Telegram chat Hermes Agent compacted in place: originals archived, a summary and copies inserted."""
     from agent.context_compressor import SUMMARY_PREFIX
 
     db.create_session(PACKAGING, "telegram", model="anthropic/claude-sonnet-4", user_id="tg-4242")
@@ -122,7 +122,7 @@ def build(home: Path) -> None:
 
 def shrink(path: Path) -> None:
     """Small pages and a rollback journal: the same schema and rows in a file a fifth the size, which a
-    read-only reader opens without creating -wal/-shm files next to it (the anchor's own fallback mode)."""
+    read-only reader opens without creating -wal/-shm files next to it (Hermes Agent's own fallback mode)."""
     import sqlite3
 
     conn = sqlite3.connect(path, isolation_level=None)

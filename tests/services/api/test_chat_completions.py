@@ -217,7 +217,7 @@ def test_a_waiting_completion_whose_client_left_stops_waiting_and_the_turn_stays
 
 
 def test_a_retried_completion_with_the_same_idempotency_key_runs_its_turn_once(oai, model, db, user):
-    """Issue 9: a chat completion could answer an error for a turn that was accepted and kept running, and
+    """A chat completion could answer an error for a turn that was accepted and kept running, and
     a client retry then ran the turn a second time. Now Idempotency-Key makes the retry wait on (and
     answer with) the first request's turn."""
     model.on("exactly once", text("Only one run."))
@@ -250,7 +250,7 @@ def _chat(oai, messages: list[dict], **kwargs):
 
 
 def test_a_client_resending_its_whole_history_keeps_one_session(oai, chat_api, model, db, user):
-    """Issue 12: without X-Session-Id every request opened a new session holding a copy of the history, so
+    """Without X-Session-Id every request opened a new session holding a copy of the history, so
     reviews never fired and search saw each message once per request. Now the conversation keeps one session."""
     history = [{"role": "system", "content": "You are terse."}]
     seen = set()

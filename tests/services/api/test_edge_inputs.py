@@ -1,4 +1,4 @@
-"""Inputs that answered 500 (issue 9, hand fuzzing): each is now refused at the edge with a stable code,
+"""Inputs that answered 500 (found by hand fuzzing): each is now refused at the edge with a stable code,
 and nothing is created before it is validated."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from shared.stores import sessions
-from shared.stores import skill_files
-from shared.stores.skill_files import SkillRoots
+from shared.files import skills as skill_files
+from shared.files.skills import SkillRoots
 from tests.services.api.helpers import error_of, openai_error_of
 from tests.support.factories import make_session, make_user
 

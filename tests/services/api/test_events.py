@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from shared import events
+from shared.messaging import events
 from shared.models.turns import TurnStatus
 from shared.stores import turns
 from tests.services.api.helpers import EnqueueRecorder

@@ -8,8 +8,8 @@ import redis
 
 from services.api.fanout import BATCH, Hub
 from services.api.streams import follow, turn_loader
-from shared import events
-from shared.redis import bounded_async_redis
+from shared.messaging import events
+from shared.messaging.connections import bounded_async_redis
 from shared.stores import turns
 from tests.support.factories import make_session
 
@@ -18,7 +18,7 @@ FLOOD = 3 * BATCH
 
 def test_a_subscriber_that_falls_behind_is_ended_with_an_overflow_error_it_can_resume_from(
         settings, db, user, redis_client):
-    """Issue 9: one reader fans a turn out to every subscriber, so a client that stops reading must not
+    """One reader fans a turn out to every subscriber, so a client that stops reading must not
     hold up the others nor grow memory without bound. A subscriber whose buffer overflows gets the events
     it buffered, then `event: error` (stream_overflow) whose id resumes exactly where it stopped; another
     subscriber that keeps reading sees every event to turn.completed."""

@@ -1,6 +1,6 @@
 """No input answers 500: schemathesis generates requests for every route of /openapi.json.
 
-Finding (issue 9): schemathesis with a user key found 89 responses >= 500 from 5 root causes. This
+Finding: schemathesis with a user key found 89 responses >= 500 from 5 root causes. This
 property test sends generated requests (valid and invalid: the examples, coverage and fuzzing phases)
 to the real api over HTTP, with a user key and with the admin key, and fails on any response >= 500.
 About half of the cases name the user's real objects (a session with messages, a finished turn, a skill,

@@ -69,7 +69,7 @@ def test_an_unknown_platform_user_gets_a_code_and_the_owner_approves_it(client, 
                         headers=gw()).json()
     assert chat["session_id"] == same["session_id"] != fresh["session_id"]
     ended = [payload for name, payload, _ in enqueued.calls if name == "end_session"]
-    assert ended == [{"session_id": chat["session_id"]}], "/new really ends the session it replaces (issue 12)"
+    assert ended == [{"session_id": chat["session_id"]}], "/new really ends the session it replaces"
     revoked = client.post("/v1/admin/pairing/revoke", headers=admin_headers,
                           json={"platform": platform, "platform_user_id": "99"})
     assert revoked.status_code == 200

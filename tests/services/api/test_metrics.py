@@ -7,7 +7,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
-from shared import metrics
+from shared.ops import metrics
 from tests.support.live import serve_api
 
 METRICS_TOKEN = "metrics-token-0123456789abcdef"
@@ -46,7 +46,7 @@ def test_without_a_metrics_token_only_the_admin_key_scrapes(client, admin_header
 
 
 def test_the_exposition_parses_with_prometheus_client(client, admin_headers, redis_client):
-    """Finding: prometheus_client was pinned but unused; shared/metrics.py wrote the text format by hand, without
+    """Finding: prometheus_client was pinned but unused; shared/ops/metrics.py wrote the text format by hand, without
     escaping label values (a `"` in a label broke the whole scrape) and ignoring a scraper asking for OpenMetrics.
 
     The exposition parses with prometheus_client's parsers, names and types unchanged.

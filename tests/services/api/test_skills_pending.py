@@ -1,4 +1,4 @@
-"""Issue 12: SKILL_WRITE_APPROVAL stages skill writes like memory writes, each with a diff, decided over
+"""SKILL_WRITE_APPROVAL stages skill writes like memory writes, each with a diff, decided over
 `/v1/skills/pending`, applied under the same rules on approval and expired by the curator's sweep."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from shared import events
+from shared.messaging import events
 from shared.stores import turns
 from shared.stores.users import hash_key
 from tests.support.env import start_embedded_redis
@@ -75,7 +75,7 @@ def api_with(settings, **changes):
 
 
 def test_a_key_past_its_stream_cap_gets_429_while_another_users_stream_runs(settings, db, redis_client):
-    """Issue 9: 110 open SSE streams from one user exhausted the api's Redis pool (100 connections) and
+    """110 open SSE streams from one user exhausted the api's Redis pool (100 connections) and
     other users got empty event streams. Now one key may hold SSE_MAX_STREAMS_PER_KEY streams; the next
     is 429 too_many_streams with Retry-After, the other user's stream is untouched, and a closed stream
     gives its slot back."""
@@ -114,7 +114,7 @@ def test_a_key_past_its_stream_cap_gets_429_while_another_users_stream_runs(sett
 
 def test_300_streams_on_one_turn_all_end_with_the_terminal_event_on_bounded_connections(
         settings, db, redis_client):
-    """Issue 9: with 300 streams on one turn, 200 closed without a terminal event (one Redis connection per
+    """With 300 streams on one turn, 200 closed without a terminal event (one Redis connection per
     stream, pool of 100) and /readyz answered 503. Now one reader fans the turn out to every stream: all
     300 end with turn.completed, the api's Redis connections stay within its pools' caps, /readyz is 200."""
     user = make_user(db)
@@ -146,7 +146,7 @@ def test_300_streams_on_one_turn_all_end_with_the_terminal_event_on_bounded_conn
 
 @pytest.mark.parametrize("how", ["header", "query"])
 def test_a_last_event_id_beyond_redis_range_is_422(client, db, user, how):
-    """Issue 9: `Last-Event-ID: 99999999999999999999-0` (more than 2^64-1) answered an empty 200 stream.
+    """`Last-Event-ID: 99999999999999999999-0` (more than 2^64-1) answered an empty 200 stream.
     Now it is 422 invalid_last_event_id, from the header and from the last_event_id query parameter."""
     turn = new_turn(db, user)
     headers, params = dict(user.headers), {}
@@ -173,7 +173,7 @@ def turn_id_ms(redis_client, turn_id: str) -> int:
 
 
 def test_a_stream_whose_redis_dies_ends_with_an_error_event(settings, db, user, tmp_data_dir):
-    """Issue 9: a stream whose Redis connection broke just stopped (no terminal event, no error), so the
+    """A stream whose Redis connection broke just stopped (no terminal event, no error), so the
     client could not tell a finished turn from a broken stream. Now it ends with `event: error`, code
     stream_unavailable, whose id is the last event delivered: the Last-Event-ID to resume from."""
     import redis
@@ -203,7 +203,7 @@ def test_a_stream_whose_redis_dies_ends_with_an_error_event(settings, db, user, 
 
 
 def test_a_chat_completion_under_stream_pressure_answers_200(settings, db, redis_client, model):
-    """Issue 9: while one user held 110+ streams, a chat completion answered 503 (the Redis pool was
+    """While one user held 110+ streams, a chat completion answered 503 (the Redis pool was
     exhausted) although its turn had been accepted and still ran, so a retry would run it twice. Now
     the streams share the fan-out's few connections and the completion answers 200 with the output."""
     from shared.queue.app import enqueue
@@ -237,7 +237,7 @@ def test_a_chat_completion_under_stream_pressure_answers_200(settings, db, redis
 
 def test_a_chat_completion_whose_event_stream_is_unreadable_waits_on_the_turn_row(
         settings, db, model, tmp_data_dir):
-    """Issue 9: when the api could not read Redis while a chat completion waited, it answered 503 although
+    """When the api could not read Redis while a chat completion waited, it answered 503 although
     its turn had been accepted and went on running. Now the wait falls back to the turn's row: the api's
     Redis is dead here (the worker's is fine) and the completion still answers 200 with the output."""
     from shared.queue.app import enqueue
@@ -260,7 +260,7 @@ def test_a_chat_completion_whose_event_stream_is_unreadable_waits_on_the_turn_ro
 
 
 def test_sigterm_ends_open_streams_with_an_error_event_and_the_api_exits(db, user, redis_client, tmp_data_dir):
-    """Issue 9: on a graceful stop uvicorn waits for open responses, so an open event stream either held the
+    """On a graceful stop uvicorn waits for open responses, so an open event stream either held the
     api up or was cut without a word. Now SIGTERM ends every stream with `event: error` (shutting_down,
     id = the last event delivered, to resume from) and the api exits."""
     import os

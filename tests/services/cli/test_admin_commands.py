@@ -7,7 +7,7 @@ import uuid
 
 import httpx
 
-from shared import heartbeats, metrics
+from shared.ops import heartbeats, metrics
 
 KEY = re.compile(r"^\s+(hsk_\S+)$", re.MULTILINE)
 

@@ -7,7 +7,7 @@ import io
 import httpx
 import pytest
 
-from shared import events
+from shared.messaging import events
 from tests.fakes.model import fail, text, tool_call
 from tests.support.factories import make_session, make_user
 from tests.support.worker import inprocess_worker
@@ -43,7 +43,7 @@ def test_two_lines_are_two_turns_with_streamed_answers(chat, model):
 
 
 def test_a_reviews_notice_is_one_line_before_the_next_answer(chat, model, hstack, db, redis_client, monkeypatch):
-    """Issue 12: what a background review saved reaches the user as the anchor's one-line notice."""
+    """What a background review saved reaches the user as Hermes Agent's one-line notice."""
     session = make_session(db, chat.user.id)
     events.hold_notice(redis_client, session.id, "review.completed", {
         "review_id": "rev_1", "session_id": session.id, "turn_id": "turn_1",
@@ -100,14 +100,15 @@ def test_a_refused_line_is_reported_and_the_next_one_still_runs(chat, model):
 @pytest.fixture
 def gated(model):
     """The in-process worker's tools gain the gated test tool for one test; the guardian is unsure."""
-    from services.worker.tools.registry import REGISTRY
+    from services.worker.runtime import get_runtime
     from tests.services.worker.gated import GUARDIAN_MARKER, gated_tool
 
     ran: list[str] = []
-    REGISTRY.register(gated_tool(ran))
+    tools = get_runtime().tools
+    tools.register(gated_tool(ran))
     model.on(GUARDIAN_MARKER, *[text("uncertain")] * 5)
     yield ran
-    REGISTRY._tools.pop("shell")
+    tools._tools.pop("shell")
 
 
 @pytest.mark.parametrize("key, verdict, runs", [("y", "approved once", True), ("s", "approved for this session", True),

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 
 from shared import clock
-from shared.stores import curator, curator_backups
+from shared.stores import curator
+from shared.files import backups as curator_backups
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from tests.support.factories import SKILL, make_user

@@ -90,7 +90,7 @@ def test_the_import_brings_sessions_messages_memory_and_every_local_skill(db, ho
 
     skills = {s.name: s for s in SkillStore.for_user(db, load_settings(), user.id).summaries()}
     assert skills["city-weekend-planning"].origin == "agent"
-    assert skills["my-packing-list"].origin == "user"  # not agent-created in the anchor: the user's own
+    assert skills["my-packing-list"].origin == "user"  # not agent-created in Hermes Agent: the user's own
     assert [line[:5] for line in out.splitlines() if line.startswith("[")] == ["[1/3]", "[2/3]", "[3/3]"]
     assert ("Done: sessions 2 imported / 0 skipped; messages 14 imported / 5 skipped; memory entries 5 imported "
             "/ 0 skipped / 0 not fitting; skills 2 imported / 0 skipped.") in out

@@ -12,8 +12,8 @@ import pytest
 from services.cli import logs
 from services.cli.children import RotatingLog
 from services.cli.main import main
-from shared import heartbeats
-from shared.redis import get_redis
+from shared.ops import heartbeats
+from shared.messaging.connections import get_redis
 from shared.config import get_settings
 from tests.support.waiting import wait_until
 
@@ -27,7 +27,7 @@ def logs_dir(tmp_path, monkeypatch):
 
 
 def test_logs_prints_the_last_lines_of_a_service(logs_dir, capsys):
-    """Under `make run` the services' output flooded the console (issue 9); it is kept in DATA_DIR/logs and
+    """Under `make run` the services' output flooded the console; it is kept in DATA_DIR/logs and
     `hstack logs SERVICE` shows it."""
     (logs_dir / "worker.log").write_text("".join(f"line {i}\n" for i in range(100)))
 
@@ -73,7 +73,7 @@ def test_a_rotating_log_stays_within_its_size(tmp_path):
 
 def test_health_is_ok_while_this_hosts_service_announces_itself(capsys):
     """compose's worker/reviewer/curator healthchecks run `hstack health SERVICE`: it must exist and read the
-    heartbeat the service writes for this host (issue 9)."""
+    heartbeat the service writes for this host."""
     r = get_redis(get_settings())
     service = f"health-probe-{socket.gethostname()[:8]}"
     heartbeats.announce(r, service, ttl_seconds=30)

@@ -36,7 +36,7 @@ def test_a_missing_admin_key_is_generated_into_a_private_env_file(tmp_path, monk
 
 
 def test_the_gateway_gets_its_own_key_distinct_from_the_admin_key(tmp_path, monkeypatch):
-    """GATEWAY_API_KEY is generated into `.env` like the admin key, once, and is not the admin key (issue 11)."""
+    """GATEWAY_API_KEY is generated into `.env` like the admin key, once, and is not the admin key."""
     dotenv = tmp_path / ".env"
     monkeypatch.setenv("HSTACK_DOTENV", str(dotenv))
     monkeypatch.delenv("ADMIN_API_KEY")

@@ -75,7 +75,7 @@ class Running:
 
 
 def test_a_killed_service_is_restarted_and_the_reason_is_logged(tmp_path):
-    """kill -9 of the worker under `make run` took the whole stack down, api included (issue 9). Now the
+    """kill -9 of the worker under `make run` took the whole stack down, api included. Now the
     supervisor says which service died and how, restarts it after the backoff, and keeps watching."""
     with Running(tmp_path, lambda: RestartPolicy(first=0.1)) as running:
         entry = running.launch("worker", SLEEPER)

@@ -12,7 +12,8 @@ from shared import clock
 from shared.queue.app import enqueue
 from shared.queue.names import CURATE_SKILLS
 from shared.queue.payloads import CurateSkills
-from shared.stores import curator, curator_backups
+from shared.stores import curator
+from shared.files import backups as curator_backups
 from shared.stores.curator_moves import restore
 from tests.services.curator.conftest import BUNDLED
 from tests.support.waiting import wait_until

@@ -10,7 +10,8 @@ import pytest
 from shared import clock
 from shared.curation.passes import plan, run_pass
 from shared.errors import HermesError
-from shared.stores import curator, curator_backups
+from shared.stores import curator
+from shared.files import backups as curator_backups
 from shared.stores.curator_moves import restore
 from shared.stores.skill_writes import SkillEditor
 

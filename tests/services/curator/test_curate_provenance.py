@@ -1,4 +1,4 @@
-"""Issue 12: skills belong to whoever asked for them. The curator only touches what a background review
+"""Skills belong to whoever asked for them. The curator only touches what a background review
 created; a skill the user asked for in the foreground survives any pass and no review may edit it; a
 stale agent skill stays in the next session's skill index."""
 
@@ -10,11 +10,13 @@ import pytest
 
 from services.curator.curate import curate_user
 from services.worker.agent.prompt import compose_system_prompt
-from services.worker.tools.registry import REGISTRY
+from services.worker.registrations import register_tools
 from shared import clock
 from shared.errors import HermesError
 from shared.stores.skill_writes import SkillEditor
 from tests.support.factories import make_session
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 DAY = timedelta(days=1)
 

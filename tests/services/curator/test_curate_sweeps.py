@@ -12,7 +12,7 @@ from sqlmodel import select
 from services.curator import expiry
 from services.curator.tasks import sweep_expired
 from shared import clock
-from shared.events import stream_key
+from shared.messaging.events import stream_key
 from shared.models.memory import MemoryStagedWrite
 from shared.stores import memory_staged, turns
 from shared.stores.memory import MemoryRequest

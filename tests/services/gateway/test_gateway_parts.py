@@ -88,7 +88,7 @@ def test_at_most_32_messages_wait_behind_a_turn():
 
 
 def test_a_review_notice_reaches_the_chat_as_one_line_before_the_answer():
-    """Issue 12: what a background review saved is shown in the conversation; on a chat platform it is one
+    """What a background review saved is shown in the conversation; on a chat platform it is one
     short message ahead of the next answer."""
     from types import SimpleNamespace
 

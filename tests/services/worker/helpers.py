@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import redis
 
-from shared import events
+from shared.messaging import events
 from shared.db import Database
 from shared.models.turns import Turn
 from shared.stores import turns

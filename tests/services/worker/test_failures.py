@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from services.worker.agent import prompt
 from services.worker.agent.drain import drain_session
 from tests.fakes.model import fail, text
 from tests.services.worker.helpers import event_types, post_turn, stream, wait_finished
+from tests.support.hooks import own_hooks
 
 
 def test_a_rejected_api_key_fails_the_turn_with_model_auth_failed(db, user, session, model, make_runtime,
@@ -46,10 +46,10 @@ def test_an_internal_error_fails_the_turn_without_leaking_details(db, user, sess
     def broken_part(ctx):
         raise KeyError("secret internal detail")
 
-    monkeypatch.setattr(prompt, "_PARTS", [broken_part])
-    turn = post_turn(db, user.id, session.id, "hello")
-
-    drain_session(make_runtime(), session.id)
+    with own_hooks(built_ins=False) as hooks:
+        hooks.add_prompt_part(broken_part)
+        turn = post_turn(db, user.id, session.id, "hello")
+        drain_session(make_runtime(), session.id)
 
     failed = wait_finished(db, turn.id)
     assert (failed.status, failed.error_code) == ("failed", "internal_error")

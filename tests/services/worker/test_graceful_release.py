@@ -11,7 +11,7 @@ from tests.services.worker.helpers import post_turn, tool, wait_finished
 
 def test_a_turn_is_handed_back_before_its_next_model_call_and_resumed_without_asking_twice(
         db, user, session, model, make_runtime):
-    """Reproduction (issue 9): under SIGTERM the worker kept its turns until it was killed, and they re-ran
+    """Reproduction: under SIGTERM the worker kept its turns until it was killed, and they re-ran
     their model calls after the restart. Here SIGTERM arrives while the turn's tool runs: the turn must be handed
     back before its next model call (queued, no worker, its tool result kept), and the worker that takes it over
     asks the model only for the step still missing."""

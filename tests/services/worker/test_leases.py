@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from shared import heartbeats
+from shared.ops import heartbeats
 from shared.db import Database
 from shared.stores import turns
 from services.worker.leases import LeaseKeeper

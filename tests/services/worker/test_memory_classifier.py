@@ -1,6 +1,6 @@
 """MEMORY_SCAN_MODEL: the auxiliary model's second opinion on memory writes the patterns let through.
 
-Issue 9 asked for an optional classifier pass, off by default, that fails closed: when the classifier
+The design asks for an optional classifier pass, off by default, that fails closed: when the classifier
 cannot answer, the write is staged for the owner (GET /v1/memory/pending), never applied or dropped.
 The classifier is the scripted model over real HTTP, answering requests that carry its marker.
 """

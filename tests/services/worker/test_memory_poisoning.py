@@ -1,6 +1,6 @@
 """Memory poisoning end to end: injection strings written through the memory tool never reach a prompt verbatim.
 
-Issue 9: 14 of 31 injection strings written by a tester were accepted and landed verbatim in the next
+14 of 31 injection strings written by a tester were accepted and landed verbatim in the next
 system prompt: paraphrases, a `SYSTEM:` prefix, leetspeak, spaced and dotted letters, base64, French
 and German, exfiltration to an e-mail address, and forged `</memory-context>` / `<memory-update>`
 fences (a forged `[System note: …]` survived inside a real fence). Here the model writes strings of

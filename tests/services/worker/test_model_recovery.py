@@ -1,6 +1,6 @@
-"""Issue 12: the model's failures end in a completed turn, as in the anchor. A provider "context length
+"""The model's failures end in a completed turn, as Hermes Agent does. A provider "context length
 exceeded" error compresses and asks again once; an answer cut by the output limit is continued and joined;
-the compression threshold follows the anchor's arithmetic."""
+the compression threshold follows Hermes Agent's arithmetic."""
 
 from __future__ import annotations
 

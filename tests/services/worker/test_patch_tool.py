@@ -15,9 +15,12 @@ from shared.stores import sessions
 from services.worker.agent.drain import drain_session
 from services.worker.agent.toolcalls import ToolBatch
 from services.worker.tools import patch as patch_tool
-from services.worker.tools.registry import REGISTRY, ToolContext
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import ToolContext
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, wait_finished
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 CODE = "def total(items):\n    s = 0\n    for x in items:\n        s += x\n    return s\n"
 

@@ -8,10 +8,14 @@ from datetime import date
 from shared.stores import sessions
 from services.worker.agent import prompt
 from services.worker.agent.drain import drain_session
-from services.worker.tools.registry import REGISTRY, ToolRegistry
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import ToolRegistry
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, wait_finished
 from tests.support.factories import make_session
+from tests.support.hooks import own_hooks
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 
 def test_the_prompt_is_frozen_at_session_start_and_identical_in_every_call(db, user, model, make_runtime):
@@ -48,15 +52,14 @@ def test_a_prompt_already_stored_wins_over_a_fresh_build(db, user, model, make_r
     assert model.requests[0].body["messages"][0]["content"] == "You are a frozen test prompt."
 
 
-def test_parts_come_in_order_and_empty_parts_are_left_out(db, user, settings, monkeypatch):
-    monkeypatch.setattr(prompt, "_PARTS", [])
-    prompt.register_prompt_part(lambda ctx: "MEMORY: likes tea")
-    prompt.register_prompt_part(lambda ctx: "")
-    prompt.register_prompt_part(lambda ctx: None)
-    prompt.register_prompt_part(lambda ctx: f"SKILLS for {ctx.session.id}")
+def test_parts_come_in_order_and_empty_parts_are_left_out(db, user, settings):
     chat = make_session(db, user.id, instructions="Be brief.")
-
-    built = prompt.compose_system_prompt(chat, REGISTRY, settings, date(2026, 3, 5)).text
+    with own_hooks(built_ins=False) as hooks:
+        hooks.add_prompt_part(lambda ctx: f"SKILLS for {ctx.session.id}", order=30)
+        hooks.add_prompt_part(lambda ctx: "MEMORY: likes tea", order=10)
+        hooks.add_prompt_part(lambda ctx: "")
+        hooks.add_prompt_part(lambda ctx: None)
+        built = prompt.compose_system_prompt(chat, REGISTRY, settings, date(2026, 3, 5)).text
 
     parts = built.split("\n\n")
     assert parts[0] == prompt.IDENTITY

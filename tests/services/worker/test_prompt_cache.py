@@ -1,5 +1,5 @@
 """A turn's request starts with everything the session's earlier request sent, so the provider's prompt cache
-serves it; the tokens it served are recorded in the turn's usage (issue 13)."""
+serves it; the tokens it served are recorded in the turn's usage."""
 
 from __future__ import annotations
 

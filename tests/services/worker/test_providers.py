@@ -11,11 +11,14 @@ from shared.providers import MemoryProvider, register, unregister
 from shared.stores import sessions
 from services.worker.agent.drain import drain_session
 from services.worker.features import providers
-from services.worker.tools.registry import REGISTRY, ToolRegistry
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import ToolRegistry
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, wait_finished
 from tests.support.factories import make_session, make_user
 from tests.support.waiting import wait_until
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 QUESTION = "why did the staging deploy fail after the redis password rotation?"
 

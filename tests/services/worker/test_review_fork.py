@@ -72,7 +72,7 @@ def canonical(value) -> str:
 
 def test_the_reviews_first_request_starts_with_the_parents_last_request_byte_for_byte_tools_included(
         db, user, session, model, make_runtime, sent):
-    """Issue 13's must-show: the provider's prompt cache covers the whole parent request (tools, system, messages)."""
+    """the provider's prompt cache covers the whole parent request (tools, system, messages)."""
     runtime = make_runtime(memory_review_interval=2, skill_review_interval=0)
     model.script(text("Noted."), tool_call([("read_file", {"path": "notes.txt"})]), text("Done."))
     turns(db, runtime, user.id, session.id, "Remember I like tea.", "Read my notes, please.")
@@ -159,7 +159,7 @@ def test_a_skill_review_creates_its_own_skill_but_may_not_touch_the_users(db, us
 
 def test_memory_write_approval_stages_memory_and_no_longer_refuses_skill_learning(db, user, session, model,
                                                                                   make_runtime, sent):
-    """Issue 12: MEMORY_WRITE_APPROVAL silently disabled skill learning (every review skill write refused)."""
+    """MEMORY_WRITE_APPROVAL silently disabled skill learning (every review skill write refused)."""
     runtime = make_runtime(memory_review_interval=1, skill_review_interval=1, memory_write_approval=True)
     turns(db, runtime, user.id, session.id, "Always answer in British English.")
     model.on("[Background review — memory and skills]", tool_call([REMEMBER, CREATE]), text("Done."))
@@ -185,7 +185,7 @@ def test_a_model_failure_fails_the_review_with_its_code(db, user, session, model
 
 def test_a_review_must_view_a_skill_before_patching_it_and_never_writes_a_pinned_one(
         db, user, session, model, make_runtime, sent):
-    """Issue 12: the anchor's read-before-write guard and pinned refusal, both recorded in the ledger."""
+    """Hermes Agent's read-before-write guard and pinned refusal, both recorded in the ledger."""
     runtime = make_runtime(memory_review_interval=0, skill_review_interval=1)
     store = SkillStore.for_user(db, runtime.settings, user.id)
     from shared.stores.skill_writes import SkillEditor

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared import events
+from shared.messaging import events
 from shared.models.reviews import ReviewCall
 from services.worker.review.drain import drain_reviews
 from services.worker.review.notice import summary, writes

@@ -12,10 +12,13 @@ from shared.queue.names import QUEUE_REVIEW, REVIEW_SESSION, ROUTES
 from shared.stores import reviews
 from shared.stores.memory import MemoryRequest, MemoryStore
 from services.worker.review.drain import drain_reviews
-from services.worker.tools.registry import REGISTRY, Tool, ToolRegistry
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import Tool, ToolRegistry
 from tests.fakes.model import text, tool_call
 from tests.services.worker.reviewing import MEMORY, catch_sends, review_requests, turns
 from tests.support.waiting import wait_until
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 PREFERENCE = "User wants every answer in British English."
 REMEMBER = ("memory", {"action": "add", "target": "user", "content": PREFERENCE})

@@ -1,4 +1,4 @@
-"""The review is told the anchor's hard-won rules: the tools it is offered carry what to save and what not to,
+"""The review is told Hermes Agent's hard-won rules: the tools it is offered carry what to save and what not to,
 its instruction only what is the review's own, for what made it due."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import pytest
 from shared.models.reviews import ReviewTrigger
 from services.worker.agent.prompt import tool_guidance
 from services.worker.review.prompt import HEADERS, NOTHING, instruction
-from services.worker.tools.registry import REGISTRY
+from services.worker.registrations import register_tools
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
@@ -61,7 +63,7 @@ def test_each_review_gets_its_own_part_and_may_say_nothing_is_worth_saving():
 
 
 def test_the_skill_review_carries_the_anchors_stance():
-    """Issue 12: the rules were there, the stance was not: be active, note overlaps, leave merging to the curator."""
+    """The rules were there, the stance was not: be active, note overlaps, leave merging to the curator."""
     for text in (instruction(ReviewTrigger.skill), instruction(ReviewTrigger.both)):
         assert "be active" in text and "missed chance" in text
         assert "name overlaps in your reply for the curator, never merge or delete" in text

@@ -48,7 +48,7 @@ def test_a_memory_write_puts_the_memory_review_off(db, user, session, model, mak
 
 def test_a_valid_memory_call_the_store_refused_still_puts_the_memory_review_off(db, user, session, model,
                                                                               make_runtime, sent):
-    """Issue 12: as in the anchor, any structurally valid memory call resets the count, not only a success."""
+    """As Hermes Agent does, any structurally valid memory call resets the count, not only a success."""
     runtime = make_runtime(memory_review_interval=3, skill_review_interval=0)
     no_match = ("memory", {"action": "remove", "target": "memory", "old_text": "nothing like this is stored"})
     model.script(text("one"), tool_call([no_match]), text("nothing to remove"))

@@ -1,4 +1,4 @@
-"""Planning a tool batch: the anchor's planner — parallel-safe runs, path overlap, barriers, order kept."""
+"""Planning a tool batch: Hermes Agent's planner — parallel-safe runs, path overlap, barriers, order kept."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ import pytest
 
 from shared.llm import ToolCall
 from services.worker.agent.toolcalls import _overlaps, plan_segments, prepare
-from services.worker.tools.registry import REGISTRY, ToolRegistry
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import ToolRegistry
 from tests.services.worker.helpers import tool
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 

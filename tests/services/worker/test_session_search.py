@@ -10,11 +10,14 @@ import pytest
 from shared.errors import InvalidInput, NotFound
 from shared.stores import sessions
 from services.worker.agent.drain import drain_session
-from services.worker.tools.registry import REGISTRY, ToolContext
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import ToolContext
 from services.worker.tools.session_search import session_search
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, wait_finished
 from tests.support.factories import make_session, make_user
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 
 def chat(db, user_id, title, lines):

@@ -11,10 +11,13 @@ from shared.stores.skills import SkillStore
 from services.worker.agent.drain import drain_session
 from services.worker.agent.prompt import compose_system_prompt
 from services.worker.features.skills import INDEX_HEADER
-from services.worker.tools.registry import REGISTRY, ToolRegistry
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import ToolRegistry
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, wait_finished
 from tests.support.factories import make_session
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 BUNDLED_LINES = (
     "- investigate-failing-tests: Find why a test suite fails - reproduce one failure, read...",
@@ -37,7 +40,7 @@ def run_turns(db, runtime, user_id: str, session_id: str, *inputs: str) -> list:
 
 
 def test_the_prompt_carries_one_line_per_unarchived_skill_stale_ones_too(db, settings, user, model, make_runtime):
-    """Issue 12: a stale skill left the index (learned procedures quietly vanished); only archived ones leave."""
+    """A stale skill left the index (learned procedures quietly vanished); only archived ones leave."""
     store = SkillStore.for_user(db, settings, user.id)
     SkillEditor(store, "agent").create("brew-tea", skill_md("brew-tea", "Brew tea the way this user likes it. " * 3))
     SkillEditor(store, "review").create("gone", skill_md("gone"))

@@ -12,9 +12,12 @@ from shared.llm import ToolCall
 from shared.models.skills import SkillInstall
 from shared.stores.skills import SkillStore
 from services.worker.agent.toolcalls import ToolBatch
-from services.worker.tools.registry import REGISTRY, ToolContext
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import ToolContext
 from services.worker.tools.skills import skill_manage, skill_view, skills_list, writing_as
 from tests.support.factories import make_user
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 
 def skill_md(name: str, description: str = "Brew a good cup of tea.", body: str = "1. Boil water.\n") -> str:

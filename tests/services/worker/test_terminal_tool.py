@@ -15,13 +15,15 @@ import pytest
 
 from services.worker.sandbox import launcher
 from services.worker.tools import terminal as terminal_tool
-from services.worker.tools.registry import REGISTRY
+from services.worker.registrations import register_tools
 from tests.fakes.model import text, tool_call
 from tests.services.worker.terminal_turns import (SECRET, needs_bwrap, one_turn, script_calls,
                                                   sleepers)
 from tests.services.worker.test_sandbox import FORK_BOMB
 from tests.support.factories import make_user
 from tests.support.waiting import wait_until
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 
 @pytest.fixture

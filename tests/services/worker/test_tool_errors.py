@@ -8,9 +8,12 @@ from pathlib import Path
 from shared.security.paths import private_paths_hidden
 from shared.stores import sessions
 from services.worker.agent.drain import drain_session
-from services.worker.tools.registry import REGISTRY, ToolRegistry
+from services.worker.registrations import register_tools
+from services.worker.tools.registry import ToolRegistry
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, tool, wait_finished
+
+REGISTRY = register_tools()  # this module's own registry of the built-in tools
 
 
 def _errors_of(db, turn_id: str) -> dict[str, str]:
@@ -19,7 +22,7 @@ def _errors_of(db, turn_id: str) -> dict[str, str]:
 
 
 def test_tool_errors_show_workspace_relative_paths_only(db, user, session, model, make_runtime, settings):
-    """Reproduction (issue 9): write_file into 'a.txt/b.txt' where a.txt is a file answered the model
+    """Reproduction: write_file into 'a.txt/b.txt' where a.txt is a file answered the model
     "Tool 'write_file' failed: [Errno 17] File exists: '/…/data/users/usr_…/workspace/a.txt'", showing
     the server's DATA_DIR and the user's id; any OSError a tool raised passed its absolute path through."""
     data_dir = Path(settings.data_dir)

@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from shared import cancels
+from shared.messaging import cancels
 from shared.stores import sessions, turns
 from services.worker.agent.drain import drain_session
 from services.worker.tools.registry import ToolRegistry
@@ -34,7 +34,7 @@ print(files.search_files(ctx, {"pattern": sys.argv[3]}))
 
 
 def test_a_backtracking_pattern_returns_promptly(tmp_data_dir):
-    """Reproduction (issue 9): search_files with `(a+)+$` over the 30-byte file 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaa!'
+    """Reproduction: search_files with `(a+)+$` over the 30-byte file 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaa!'
     froze the whole worker for 21 s: Python's `re` backtracked while holding the GIL, so every user's turns
     waited and cancel did nothing.
 
@@ -49,7 +49,7 @@ def test_a_backtracking_pattern_returns_promptly(tmp_data_dir):
 
 
 def test_another_users_turn_completes_beside_a_backtracking_search(db, user, session, model, make_runtime, settings):
-    """Reproduction (issue 9): while one user's search_files ran `(a+)+$` over a 30-byte file, every other
+    """Reproduction: while one user's search_files ran `(a+)+$` over a 30-byte file, every other
     user's turn on the worker waited for it (21 s)."""
     workspace = Path(settings.data_dir) / "users" / user.id / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
@@ -89,7 +89,7 @@ class BlockingTool:
 
 
 def test_cancel_ends_a_turn_whose_tool_never_returns(db, user, session, model, make_runtime, redis_client):
-    """Reproduction (issue 9): cancel did nothing while a tool was running; the turn only noticed the cancel
+    """Reproduction: cancel did nothing while a tool was running; the turn only noticed the cancel
     after the tool returned, so a tool that never returns kept the turn (and its worker thread) forever."""
     blocking = BlockingTool()
     runtime = make_runtime(tools=ToolRegistry([tool("block", blocking)]), turn_heartbeat_seconds=0.05)
@@ -115,7 +115,7 @@ def test_cancel_ends_a_turn_whose_tool_never_returns(db, user, session, model, m
 
 
 def test_a_pushed_cancel_ends_the_turn_without_waiting_for_a_heartbeat(db, user, session, model, make_runtime, settings):
-    """Reproduction (issue 9): a worker learned of a cancel only on its next lease heartbeat (every
+    """Reproduction: a worker learned of a cancel only on its next lease heartbeat (every
     TURN_HEARTBEAT_SECONDS), so cancel could not take effect within a second. The api now pushes the cancel
     through Redis; here heartbeats are an hour apart, so only the push can end the turn."""
     blocking = BlockingTool()
@@ -138,7 +138,7 @@ def test_a_pushed_cancel_ends_the_turn_without_waiting_for_a_heartbeat(db, user,
 
 
 def test_a_tool_past_its_time_limit_becomes_an_error_and_the_turn_goes_on(db, user, session, model, make_runtime):
-    """Reproduction (issue 9): a tool call had no time limit; one that hung held its turn forever."""
+    """Reproduction: a tool call had no time limit; one that hung held its turn forever."""
     blocking = BlockingTool()
     registry = ToolRegistry([tool("block", blocking), tool("echo", lambda ctx, args: "echoed")])
     runtime = make_runtime(tools=registry, tool_timeout_seconds=0.5)

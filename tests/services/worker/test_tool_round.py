@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 
-from shared import metrics
+from shared.ops import metrics
 from shared.stores import sessions
 from services.worker.agent.drain import drain_session
 from services.worker.tools.registry import ToolRegistry

@@ -9,6 +9,7 @@ from services.worker.agent import context
 from services.worker.agent.drain import drain_session
 from tests.fakes.model import text
 from tests.services.worker.helpers import post_turn, wait_finished
+from tests.support.hooks import own_hooks
 
 
 @pytest.fixture
@@ -17,9 +18,9 @@ def recall_block():
     def builder(ctx: context.TurnContext) -> str | None:
         return f"<recall>seen for {ctx.turn.input}</recall>" if "remember" in ctx.turn.input else None
 
-    context.register_turn_context(builder)
-    yield builder
-    context._BUILDERS.remove(builder)
+    with own_hooks() as hooks:
+        hooks.add_turn_context(builder)
+        yield builder
 
 
 def test_a_block_reaches_the_model_with_the_users_words_and_replays_identically(db, user, session, model,
@@ -45,12 +46,10 @@ def test_a_failing_builder_costs_nothing_but_its_block(db, user, session, model,
     def broken(ctx):
         raise RuntimeError("provider down")
 
-    context.register_turn_context(broken)
-    try:
+    with own_hooks() as hooks:
+        hooks.add_turn_context(broken)
         turn = post_turn(db, user.id, session.id, "hello")
         drain_session(make_runtime(), session.id)
-    finally:
-        context._BUILDERS.remove(broken)
     assert wait_finished(db, turn.id).output == "You said: hello"
 
 
@@ -60,10 +59,8 @@ def test_after_turn_hooks_see_how_each_turn_ended(db, user, session, model, make
     def hook(ctx, status, output):
         seen.append((ctx.turn.id, status, output))
 
-    context.register_after_turn(hook)
-    try:
+    with own_hooks() as hooks:
+        hooks.add_after_turn(hook)
         turn = post_turn(db, user.id, session.id, "hello")
         drain_session(make_runtime(), session.id)
-    finally:
-        context._AFTER_TURN.remove(hook)
     assert seen == [(turn.id, "completed", "You said: hello")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from shared import events
+from shared.messaging import events
 from shared.models.turns import TurnStatus
 from shared.queue.names import RUN_TURN
 from shared.stores import sessions, turns

@@ -13,17 +13,17 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 from shared.models.sessions import Message
-from shared.stores.search_budget import Backend, Found, budgeted
-from shared.stores.search_common import Common
-from shared.stores.search_query import ParsedQuery, Term, fts5_match, fts5_term
-from shared.stores.search_scope import INDEXED_ROLES, Candidate, Scope
+from shared.search.budget import Backend, Found, budgeted
+from shared.search.common import Common
+from shared.search.query import ParsedQuery, Term, fts5_match, fts5_term
+from shared.search.scope import INDEXED_ROLES, Candidate, Scope
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # as migration 0003 built messages_fts
 BODY = "body"
 ALL_COLUMNS = "{body prev prev2}"
 WEIGHTS = "1.0, 0.5, 0.2"  # the message, the one before it, the one before that (measured on LoCoMo)
 TRIGRAM_CHARS = 3
-BUDGET = 2000  # matching rows FTS5 ranks per query at most (see search_budget; 3000 until the 1M round)
+BUDGET = 2000  # matching rows FTS5 ranks per query at most (see search_budget; 3000 until measured on 1M messages)
 OWN_ROW_COST = 12  # a scope row loaded and indexed afresh ≈ 13 µs, a match ranked by messages_fts ≈ 1.1 µs
 WALK = 10_000  # the whole index's newest matches a newest-first listing looks through, at most
 OWN_MAX = 500  # scope rows indexed afresh at most (≈ 7 ms); a larger scope takes the whole-index plan

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from shared.stores.search_words import STOP_WORDS, word_forms
+from shared.search.words import STOP_WORDS, word_forms
 
 MAX_QUERY_CHARS = 2048
 MAX_TERMS = 24

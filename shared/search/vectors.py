@@ -18,12 +18,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from shared.db import Database
-from shared.models.search import MessageVector
-from shared.stores.search_scope import Scope
+from shared.search.scope import Scope
+from shared.stores import message_vectors
 
 if TYPE_CHECKING:
     import numpy
@@ -33,13 +31,6 @@ EMBED_BATCH = 256  # messages embedded and stored per transaction
 CONTEXT_SHARES = (0.5, 0.2)  # the keyword index's weights of the two messages before (search_sqlite.WEIGHTS)
 _load_lock = threading.Lock()
 
-_MISSING = """
-SELECT m.id, m.content FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
-LEFT JOIN message_vectors AS v ON v.message_id = m.id
-WHERE v.message_id IS NULL AND s.user_id = :user AND m.role IN ('user', 'assistant')
-  AND trim(coalesce(m.content, '')) <> ''
-ORDER BY m.id
-"""
 _STORED = """
 SELECT v.message_id, m.session_id, v.vector FROM message_vectors AS v
 JOIN messages AS m ON m.id = v.message_id JOIN sessions AS s ON s.id = m.session_id
@@ -119,13 +110,9 @@ def _in_context(scores: "numpy.ndarray", ids: list[int], session_ids: list[str])
 
 def embed_missing(db: Database, user_id: str) -> int:
     """Embed and store the user's searchable messages that have no vector yet; returns how many."""
-    with db.read() as s:
-        missing = s.execute(text(_MISSING), {"user": user_id}).all()
+    missing = message_vectors.missing(db, user_id)
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start:start + EMBED_BATCH]
-        vectors = embed([r[1] for r in batch])
-        values = [{"message_id": r[0], "model": MODEL, "vector": v.tobytes()} for r, v in zip(batch, vectors)]
-        with db.write() as s:
-            insert = sqlite_insert if db.is_sqlite else pg_insert
-            s.execute(insert(MessageVector).values(values).on_conflict_do_nothing(index_elements=["message_id"]))
+        vectors = embed([content for _, content in batch])
+        message_vectors.add(db, MODEL, [(message_id, v.tobytes()) for (message_id, _), v in zip(batch, vectors)])
     return len(missing)

@@ -37,10 +37,11 @@ from sqlmodel import Session
 from shared.config import get_settings
 from shared.db import Database
 from shared.models.sessions import ChatSession, Message
-from shared.stores import search_postgres, search_sqlite, search_timeline, search_vectors
-from shared.stores.search_dates import Day, named_dates
-from shared.stores.search_query import ParsedQuery, parse_query
-from shared.stores.search_scope import Candidate, Scope
+from shared.search import postgres as search_postgres, sqlite as search_sqlite
+from shared.search import timeline as search_timeline, vectors as search_vectors
+from shared.search.dates import Day, named_dates
+from shared.search.query import ParsedQuery, parse_query
+from shared.search.scope import Candidate, Scope
 
 log = logging.getLogger(__name__)
 

@@ -31,10 +31,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 from shared.models.sessions import Message
-from shared.stores import search_lexemes
-from shared.stores.search_budget import Backend, budgeted
-from shared.stores.search_query import ParsedQuery, Term, tsquery_match, tsquery_term
-from shared.stores.search_scope import Candidate, Scope
+from shared.search import lexemes as search_lexemes
+from shared.search.budget import Backend, budgeted
+from shared.search.query import ParsedQuery, Term, tsquery_match, tsquery_term
+from shared.search.scope import Candidate, Scope
 
 SYNTAX_ERROR = "42601"
 K1, B = 1.2, 0.75

@@ -3,7 +3,7 @@
 httpx's sync transport leaves Nagle's algorithm on, and a request goes out as two writes (its headers, then
 its body): on a kept-alive connection the second may wait until the server acknowledges the first, and a
 server that delays its acknowledgements (40 ms on Linux) holds it back. That stall was measured the other
-way round, on the scripted model's streamed answers (bench/README.md, eighth round); every other client and
+way round, on the scripted model's streamed answers (bench/README.md); every other client and
 server in the stack (asyncio's, redis-py's, uvicorn's) sets TCP_NODELAY, and this does the same for httpx,
 on the direct transport and on any proxy one the environment asks for (httpx drops environment proxies when
 it is handed a transport, so none is handed over).

@@ -12,7 +12,7 @@ import tarfile
 from datetime import datetime
 from pathlib import Path
 
-from shared.stores.skill_files import LOCK_DIR
+from shared.files.skills import LOCK_DIR
 
 SUFFIX = ".tar.gz"
 

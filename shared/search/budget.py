@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from shared.stores.search_query import ParsedQuery, Term
-from shared.stores.search_scope import Candidate
+from shared.search.query import ParsedQuery, Term
+from shared.search.scope import Candidate
 
 Found = dict[int, Candidate]
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from shared.atomic import atomic_write
+from shared.files.atomic import atomic_write
 from shared.errors import InvalidInput
 
 DELIMITER = "\n§\n"

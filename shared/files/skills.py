@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from shared.atomic import fsync_dir
+from shared.files.atomic import fsync_dir
 from shared.errors import Conflict, InvalidInput, NotFound
 from shared.security.paths import resolve_inside
-from shared.stores.skill_format import SKILL_FILE, SUPPORT_DIRS
+from shared.files.skill_format import SKILL_FILE, SUPPORT_DIRS
 
 ARCHIVE_DIR = ".archive"
 LOCK_DIR = ".locks"

@@ -14,8 +14,8 @@ from typing import Callable
 from sqlalchemy import text
 from sqlmodel import Session
 
-from shared.stores.search_query import ParsedQuery, fts5_match, tsquery_match
-from shared.stores.search_scope import Scope
+from shared.search.query import ParsedQuery, fts5_match, tsquery_match
+from shared.search.scope import Scope
 
 PAGE_FACTOR = 2  # a page reads twice the hits still wanted: most pages are exact, CJK ones may not be
 MAX_PAGES = 20  # a bound on pages read per search (each is one indexed query)

@@ -1,0 +1,2 @@
+"""What the HTTP edges share: nodelay (an httpx client that sends each write at once), ratelimit (GCRA
+buckets in Redis shared by every api process) and gateway_auth (the header naming whom the gateway acts for)."""
