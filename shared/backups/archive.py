@@ -43,14 +43,18 @@ def create_backup(settings: Settings, destination: Path) -> dict[str, Any]:
         manifest = _manifest(settings, staging)
         partial = Path(tmp) / "backup.tar.gz"
         with tarfile.open(partial, "w:gz") as tar:
-            body = json.dumps(manifest, indent=2, sort_keys=True).encode()
-            info = tarfile.TarInfo(MANIFEST)
-            info.size, info.mtime, info.mode = len(body), int(utcnow().timestamp()), 0o600
-            tar.addfile(info, io.BytesIO(body))
+            add_bytes(tar, MANIFEST, json.dumps(manifest, indent=2, sort_keys=True).encode())
             for name in sorted(manifest["members"]):
                 tar.add(staging / name, arcname=name, recursive=False)
         partial.replace(destination)
     return manifest
+
+
+def add_bytes(tar: tarfile.TarFile, name: str, body: bytes) -> None:
+    """One member made from bytes in memory, readable by its owner only."""
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(body), int(utcnow().timestamp()), 0o600
+    tar.addfile(info, io.BytesIO(body))
 
 
 def sha256_file(path: Path) -> str:
