@@ -87,6 +87,8 @@ class Settings(BaseSettings):
     curator_stale_after_days: float = Field(14.0, gt=0, alias="CURATOR_STALE_AFTER_DAYS")
     curator_archive_after_days: float = Field(30.0, gt=0, alias="CURATOR_ARCHIVE_AFTER_DAYS")
     curator_backups_keep: int = Field(5, ge=1, alias="CURATOR_BACKUPS_KEEP")
+    backup_interval_hours: float = Field(0.0, ge=0, alias="BACKUP_INTERVAL_HOURS")
+    backup_keep: int = Field(7, ge=1, alias="BACKUP_KEEP")
     expiry_sweep_seconds: float = Field(3600.0, gt=0, alias="EXPIRY_SWEEP_SECONDS")
     stream_sweep_scan_limit: int = Field(10_000, ge=10, alias="STREAM_SWEEP_SCAN_LIMIT")
     memory_provider: str = Field("recall", alias="MEMORY_PROVIDER")

@@ -7,16 +7,20 @@ import io
 import json
 import tarfile
 import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect, select
 
+from shared.backups import scheduled
 from shared.backups.archive import create_backup
 from shared.backups.restore import restore_backup
+from shared.clock import utcnow
 from shared.db import get_database
 from shared.errors import InvalidInput, InvalidState
 from shared.models.sessions import Message
+from shared.queue.schedule import beat_schedule
 from shared.stores import memory_files, search, sessions
 from tests.support.env import create_postgres_database, migrated_database
 from tests.support.factories import SKILL, make_session, make_user
@@ -196,3 +200,20 @@ def test_a_non_empty_data_dir_is_refused_unless_forced(stacks, archive):
     assert files_of(target.data_dir) == files_of(source.data_dir)
     assert json.loads(json.dumps(manifest))["database"] in ("sqlite", "postgres")
     assert [r[2] for r in rows(get_database(target.sqlalchemy_url)).values()] == ["hello"]
+
+
+def test_scheduled_backups_are_off_by_default_then_taken_when_due_keeping_the_newest(stacks):
+    """Reproduction: there was no scheduled backup; BACKUP_INTERVAL_HOURS must add one to the curator's beat."""
+    source, _ = stacks
+    assert "back-up-server" not in beat_schedule(source)
+    assert scheduled.back_up_if_due(source, utcnow()) is None and scheduled.kept(source) == []
+
+    hourly = source.model_copy(update={"backup_interval_hours": 1.0, "backup_keep": 2})
+    assert beat_schedule(hourly)["back-up-server"]["task"] == "back_up_server"
+    start = utcnow()
+    first = scheduled.back_up_if_due(hourly, start)
+    assert first is not None and scheduled.back_up_if_due(hourly, start + timedelta(minutes=30)) is None
+    later = [scheduled.back_up_if_due(hourly, start + timedelta(hours=h)) for h in (1, 2)]
+    assert scheduled.kept(hourly) == later  # the oldest went; two kept
+    manifest_names = tarfile.open(later[-1]).getnames()
+    assert not [n for n in manifest_names if n.startswith("data/backups/")]  # a backup never holds backups
