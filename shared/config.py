@@ -61,6 +61,7 @@ class Settings(BaseSettings):
     max_input_bytes: int = Field(256 * 1024, alias="MAX_INPUT_BYTES")
     turn_lease_seconds: float = Field(30.0, alias="TURN_LEASE_SECONDS")
     turn_heartbeat_seconds: float = Field(1.0, alias="TURN_HEARTBEAT_SECONDS")
+    forget_cancel_wait_seconds: float = Field(10.0, ge=0, alias="FORGET_CANCEL_WAIT_SECONDS")
     turn_requeue_after_seconds: float = Field(30.0, alias="TURN_REQUEUE_AFTER_SECONDS")
     sweep_interval_seconds: float = Field(15.0, alias="SWEEP_INTERVAL_SECONDS")
     event_stream_ttl_seconds: int = Field(24 * 3600, alias="EVENT_STREAM_TTL_SECONDS")

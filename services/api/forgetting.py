@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from pathlib import Path
 
 import redis
@@ -23,6 +24,7 @@ from shared.stores.forget import Forgotten
 
 log = logging.getLogger(__name__)
 
+SETTLE_POLL_SECONDS = 0.1
 KEPT_NOTE = ("Memory entries and skills learned from these conversations stay: remove them on the memory "
              "and skills pages if you want them gone too.")
 
@@ -65,13 +67,17 @@ def user_root(settings: Settings, user_id: str) -> Path:
 
 
 def _cancel_open_turns(db: Database, r: redis.Redis, settings: Settings, user_id: str, session_id: str) -> None:
-    """The existing cancel path for every open turn: queued ones end at once, running ones hear it pushed."""
+    """The existing cancel path for every open turn: queued ones end at once, running ones hear it pushed; then
+    wait (at most FORGET_CANCEL_WAIT_SECONDS) for their workers to stop, so none writes on after the rows go."""
     for turn_id in forget.open_turn_ids(db, session_id):
         try:
             turns.request_cancel(db, user_id, turn_id)
         except InvalidState:  # it finished meanwhile
             continue
         cancels.announce(r, settings, turn_id)
+    deadline = time.monotonic() + settings.forget_cancel_wait_seconds
+    while forget.open_turn_ids(db, session_id) and time.monotonic() < deadline:
+        time.sleep(SETTLE_POLL_SECONDS)
 
 
 def _drop_outside(r: redis.Redis, settings: Settings, user_id: str, forgotten: Forgotten) -> None:
