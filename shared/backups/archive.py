@@ -103,7 +103,7 @@ def _manifest(settings: Settings, staging: Path) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "created_at": utcnow().isoformat(),
-        "database": "sqlite" if database.is_sqlite(settings) else "postgres",
+        "database": database.backend(settings),
         "schema_revision": database.schema_revision(settings),
         "versions": {"hstack": _version(), "python": platform.python_version(), "sqlite": sqlite3.sqlite_version},
         "members": members,

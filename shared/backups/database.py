@@ -25,6 +25,15 @@ def is_sqlite(settings: Settings) -> bool:
     return settings.sqlalchemy_url.startswith("sqlite")
 
 
+def backend(settings: Settings) -> str:
+    return "sqlite" if is_sqlite(settings) else "postgres"
+
+
+def member_name(settings: Settings) -> str:
+    """The one database member a backup of this backend holds."""
+    return SQLITE_MEMBER if is_sqlite(settings) else POSTGRES_MEMBER
+
+
 def sqlite_file(settings: Settings) -> Path:
     return Path(make_url(settings.sqlalchemy_url).database)
 

@@ -37,15 +37,13 @@ def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> 
     with tempfile.TemporaryDirectory(prefix=".hstack-restore-", dir=data_dir.parent) as tmp:
         staged = Path(tmp)
         manifest = _extract_verified(Path(source), staged)
-        wanted = "sqlite" if database.is_sqlite(settings) else "postgres"
-        if manifest.get("database") != wanted:
-            raise InvalidInput(f"This backup holds a {manifest.get('database')} database; this stack uses {wanted}.",
-                               code="backup_database_mismatch")
+        if not (staged / database.member_name(settings)).is_file():
+            raise InvalidInput(f"This backup holds a {manifest.get('database')} database; this stack uses "
+                               f"{database.backend(settings)}: nothing was restored.", code="backup_database_mismatch")
         if force:
             _empty(data_dir)
         data_dir.mkdir(parents=True, exist_ok=True)
-        for member in (staged / "database").iterdir():
-            database.load(settings, member)
+        database.load(settings, staged / database.member_name(settings))
         files = staged / DATA_PREFIX.rstrip("/")
         if files.is_dir():
             for entry in files.iterdir():

@@ -217,3 +217,29 @@ def test_scheduled_backups_are_off_by_default_then_taken_when_due_keeping_the_ne
     assert scheduled.kept(hourly) == later  # the oldest went; two kept
     manifest_names = tarfile.open(later[-1]).getnames()
     assert not [n for n in manifest_names if n.startswith("data/backups/")]  # a backup never holds backups
+
+
+def test_links_a_user_planted_in_their_workspace_are_left_out(stacks, tmp_path):
+    """A workspace link to a server file must not carry that file into a backup or a user's export."""
+    from shared.backups.user_export import export_user
+    from shared.stores import users
+
+    source, _ = stacks
+    db = get_database(source.sqlalchemy_url)
+    owner = make_user(db)
+    secret = tmp_path / "server-secret.txt"
+    secret.write_text("root password")
+    workspace = Path(source.data_dir) / "users" / owner.id / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "notes.txt").write_text("mine")
+    (workspace / "secret.txt").symlink_to(secret)
+    (workspace / "etc").symlink_to(tmp_path, target_is_directory=True)
+
+    manifest = create_backup(source, tmp_path / "all.tar.gz")
+    export_user(source, db, users.get_user(db, owner.id), tmp_path / "mine.tar.gz")
+
+    prefix = f"data/users/{owner.id}/workspace/"
+    assert [m for m in manifest["members"] if m.startswith(prefix)] == [prefix + "notes.txt"]
+    with tarfile.open(tmp_path / "mine.tar.gz") as tar:
+        assert [n for n in tar.getnames() if n.startswith("workspace/")] == ["workspace/notes.txt"]
+        assert all(b"root password" not in tar.extractfile(m).read() for m in tar.getmembers() if m.isfile())
