@@ -9,12 +9,10 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import Response
 
 from services.api import forgetting
 from services.api.console.deps import ConsoleForm, ConsoleUser, redirect
-from services.api.routes.session_data import providers
-from shared import exports
+from services.api.routes.session_data import download, providers
 from shared.redis import get_redis
 from shared.stores import sessions
 
@@ -22,17 +20,14 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/chat/{session_id}/download")
-def download(request: Request, session_id: str, user: ConsoleUser,
-             format: Annotated[Literal["json", "md", "html"], Query()] = "md"):
+def download_chat(request: Request, session_id: str, user: ConsoleUser,
+                  format: Annotated[Literal["json", "md", "html"], Query()] = "md"):
     db = request.app.state.db
-    chat = sessions.get_session(db, user.id, session_id)
-    body = exports.render(exports.transcript(db, chat), format)
-    return Response(body, media_type=exports.FORMATS[format],
-                    headers={"Content-Disposition": f'attachment; filename="{chat.id}.{format}"'})
+    return download(db, sessions.get_session(db, user.id, session_id), format)
 
 
 @router.post("/chat/{session_id}/delete")
-def delete(request: Request, session_id: str, user: ConsoleUser, form: ConsoleForm):
+def delete_chat(request: Request, session_id: str, user: ConsoleUser, form: ConsoleForm):
     state = request.app.state
     chat = sessions.get_session(state.db, user.id, session_id)
     if form.get("confirm") != "yes":

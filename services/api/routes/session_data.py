@@ -49,7 +49,11 @@ def delete_session(session_id: str, request: Request, db: DbDep, r: RedisDep, se
 def export_session(session_id: str, db: DbDep, user: CurrentUser,
                    format: Annotated[Literal["json", "md", "html"], Query()] = "json") -> Response:
     """The whole transcript as a download: `json`, `md` (Markdown) or `html` (a page that needs nothing else)."""
-    session = sessions.get_session(db, user.id, session_id)
-    body = exports.render(exports.transcript(db, session), format)
-    disposition = f'attachment; filename="{session.id}.{format}"'
-    return Response(body, media_type=exports.FORMATS[format], headers={"Content-Disposition": disposition})
+    return download(db, sessions.get_session(db, user.id, session_id), format)
+
+
+def download(db, session, fmt: str) -> Response:
+    """The session's transcript in `fmt` as an attachment named after the session."""
+    body = exports.render(exports.transcript(db, session), fmt)
+    return Response(body, media_type=exports.FORMATS[fmt],
+                    headers={"Content-Disposition": f'attachment; filename="{session.id}.{fmt}"'})
