@@ -99,7 +99,8 @@ def _read_manifest(tar: tarfile.TarFile) -> dict[str, Any]:
         manifest = json.loads(tar.extractfile(first).read())
     except ValueError as exc:
         raise _refused(f"its {MANIFEST} is not valid JSON") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("members"), dict):
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT \
+            or not isinstance(manifest.get("members"), dict):
         raise _refused(f"its {MANIFEST} is not of backup format {FORMAT}")
     return manifest
 

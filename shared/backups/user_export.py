@@ -27,7 +27,8 @@ def export_user(settings: Settings, db: Database, user: User, destination: Path)
     try:
         with tarfile.open(partial, "w:gz") as tar:
             for session in _all_sessions(db, user.id):
-                add_bytes(tar, f"sessions/{session.id}.json", exports.render(exports.transcript(db, session), "json").encode())
+                body = exports.render(exports.transcript(db, session), "json")
+                add_bytes(tar, f"sessions/{session.id}.json", body.encode())
                 count += 1
             root = Path(settings.data_dir) / "users" / user.id
             for folder in USER_FOLDERS:

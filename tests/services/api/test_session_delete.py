@@ -88,7 +88,8 @@ def rows_naming(db, session_id: str, turn_id: str, message_ids: list[int]) -> di
         for table in SESSION_TABLES:
             found[table] = conn.execute(text(f"SELECT count(*) FROM {table} WHERE session_id = :s"),
                                         {"s": session_id}).scalar()
-        found["sessions"] = conn.execute(text("SELECT count(*) FROM sessions WHERE id = :s"), {"s": session_id}).scalar()
+        found["sessions"] = conn.execute(text("SELECT count(*) FROM sessions WHERE id = :s"),
+                                         {"s": session_id}).scalar()
         found["gateway_outbox"] = conn.execute(text("SELECT count(*) FROM gateway_outbox WHERE turn_id = :t"),
                                                {"t": turn_id}).scalar()
         ids = ",".join(str(i) for i in message_ids)

@@ -14,7 +14,8 @@ def transcript(db, user_id: str):
     sessions.append_messages(db, session.id, [
         {"role": "user", "content": "Book the <b>train</b> & a hotel"},
         {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{\"command\": \"ls\"}"}}]},
+         "tool_calls": [{"id": "c1", "type": "function",
+                         "function": {"name": "terminal", "arguments": "{\"command\": \"ls\"}"}}]},
         {"role": "tool", "content": "tickets.txt", "tool_call_id": "c1", "name": "terminal"},
         {"role": "assistant", "content": "Booked: 08:10 to Lyon."}])
     return session
@@ -51,4 +52,5 @@ def test_another_users_export_is_not_found_and_formats_are_checked(client, db, u
     response = client.get(f"/v1/sessions/{theirs.id}/export", headers=user.headers)
     assert response.status_code == 404 and error_of(response)["code"] == "session_not_found"
     mine = make_session(db, user.id)
-    assert client.get(f"/v1/sessions/{mine.id}/export", headers=user.headers, params={"format": "pdf"}).status_code == 422
+    pdf = client.get(f"/v1/sessions/{mine.id}/export", headers=user.headers, params={"format": "pdf"})
+    assert pdf.status_code == 422
