@@ -18,11 +18,13 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from alembic.script import ScriptDirectory
+
 from shared.backups import database
 from shared.backups.archive import CHUNK, DATA_PREFIX, FORMAT, MANIFEST
 from shared.config import Settings
 from shared.errors import InvalidInput, InvalidState
-from shared.migrate import upgrade
+from shared.migrate import alembic_config, upgrade
 
 MANIFEST_BYTES = 64 * 1024 * 1024
 ALLOWED_ROOTS = ("database", "data")
@@ -37,6 +39,7 @@ def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> 
     with tempfile.TemporaryDirectory(prefix=".hstack-restore-", dir=data_dir.parent) as tmp:
         staged = Path(tmp)
         manifest = _extract_verified(Path(source), staged)
+        _refuse_unknown_schema(manifest.get("schema_revision"))
         if not (staged / database.member_name(settings)).is_file():
             raise InvalidInput(f"This backup holds a {manifest.get('database')} database; this stack uses "
                                f"{database.backend(settings)}: nothing was restored.", code="backup_database_mismatch")
@@ -59,6 +62,14 @@ def _refuse_unless_empty(settings: Settings, data_dir: Path) -> None:
     if not database.is_sqlite(settings) and database.has_tables(settings):
         raise InvalidState("The database already holds tables: restore into an empty database, or pass --force "
                            "to replace them.", code="database_not_empty")
+
+
+def _refuse_unknown_schema(revision: str | None) -> None:
+    """A backup from a newer version has a schema this one cannot migrate from: refused before any write."""
+    known = {script.revision for script in ScriptDirectory.from_config(alembic_config("")).walk_revisions()}
+    if revision not in known:
+        raise _refused(f"its database is at schema {revision!r}, which this version does not know (a backup of "
+                       "a newer version? restore it with that version)")
 
 
 def _empty(data_dir: Path) -> None:

@@ -174,6 +174,8 @@ def member_added(archive: Path) -> Path:
     (lambda a: damaged(a, lambda name, body: None if name.startswith("database/") else body), "lacks"),
     (member_added, "not a plain file under"),
     (lambda a: damaged(a, lambda name, body: b"{}" if name == "manifest.json" else body), "format"),
+    (lambda a: damaged(a, lambda name, body: body.replace(b'"schema_revision": "', b'"schema_revision": "9999_')
+                       if name == "manifest.json" else body), "this version does not know"),
 ])
 def test_a_damaged_archive_is_refused_and_nothing_is_written(stacks, archive, spoil, words):
     """Reproduction: a truncated or tampered archive must never half-restore a stack."""
