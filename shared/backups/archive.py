@@ -46,6 +46,7 @@ def create_backup(settings: Settings, destination: Path) -> dict[str, Any]:
             add_bytes(tar, MANIFEST, json.dumps(manifest, indent=2, sort_keys=True).encode())
             for name in sorted(manifest["members"]):
                 tar.add(staging / name, arcname=name, recursive=False)
+        partial.chmod(0o600)  # every user's conversations and the keys' digests: the operator's eyes only
         partial.replace(destination)
     return manifest
 

@@ -240,6 +240,8 @@ def test_links_a_user_planted_in_their_workspace_are_left_out(stacks, tmp_path):
     manifest = create_backup(source, tmp_path / "all.tar.gz")
     export_user(source, db, users.get_user(db, owner.id), tmp_path / "mine.tar.gz")
 
+    assert (tmp_path / "all.tar.gz").stat().st_mode & 0o077 == 0  # readable by the operator alone
+    assert (tmp_path / "mine.tar.gz").stat().st_mode & 0o077 == 0
     prefix = f"data/users/{owner.id}/workspace/"
     assert [m for m in manifest["members"] if m.startswith(prefix)] == [prefix + "notes.txt"]
     with tarfile.open(tmp_path / "mine.tar.gz") as tar:
