@@ -8,7 +8,7 @@ import sys
 
 from pydantic import ValidationError
 
-from services.cli import chat, gateway_admin, health, importer, logs, status, users
+from services.cli import chat, data, gateway_admin, health, importer, logs, status, users
 from services.cli import memory as memory_cmd
 from services.cli import skills as skills_cmd
 from services.cli import curator as curator_cmd
@@ -23,6 +23,7 @@ USER_COMMANDS = {
     "search": search_cmd.run,
     "curator": curator_cmd.run_api,
     "reviews": reviews_cmd.run,
+    "sessions": data.run_sessions,
 }
 
 # Commands that act on this machine directly (its database, DATA_DIR, Redis): name -> run(args, out).
@@ -30,6 +31,9 @@ LOCAL_COMMANDS = {
     "import": importer.run,
     "logs": logs.run,
     "health": health.run,
+    "export": data.run_export,
+    "backup": data.run_backup,
+    "restore": data.run_restore,
 }
 
 
@@ -83,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_parser(commands)
     logs.add_parser(commands)
     health.add_parser(commands)
+    data.add_parsers(commands, client)
     return parser
 
 

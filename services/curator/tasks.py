@@ -5,7 +5,8 @@
 - check_curation (hourly): one curate_skills per user whose curation pass is due;
 - curate_skills: that user's pass (stale / archived skills, backup, ledger), if still due;
 - sweep_expired: expire staged memory writes and orphaned turn event streams, end idle sessions;
-- end_session: a session a client ended (/new): the memory provider's on_session_end, once.
+- end_session: a session a client ended (/new): the memory provider's on_session_end, once;
+- back_up_server: a whole-server backup when BACKUP_INTERVAL_HOURS says one is due, the newest BACKUP_KEEP kept.
 
 `celery -A services.curator.tasks worker -B -Q curator` runs the beat (its schedule comes from
 shared.queue.schedule through the app config) and the worker that executes these tasks. Curation and
@@ -25,15 +26,17 @@ from pydantic import BaseModel
 
 from services.curator import curate, expiry, session_end
 from shared import clock
+from shared.backups import scheduled as scheduled_backups
 from shared.ops import heartbeats
 from shared.config import Settings, get_settings
 from shared.db import get_database
 from shared.ops.logs import setup_logging
 from shared.queue.app import enqueue, get_celery
-from shared.queue.names import CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION, SWEEP_EXPIRED, SWEEP_TURNS
+from shared.messaging.connections import get_redis
+from shared.queue.names import (BACK_UP_SERVER, CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION,
+                                SWEEP_EXPIRED, SWEEP_TURNS)
 from shared.queue.payloads import ReviewSession
 from shared.queue.turns import send_turn
-from shared.messaging.connections import get_redis
 from shared.stores import reviews, turns
 
 log = logging.getLogger(__name__)
@@ -107,6 +110,13 @@ def sweep_expired() -> dict:
 def end_session(session_id: str) -> bool:
     """A client ended the session: fire on_session_end unless it already ended."""
     return session_end.end_session(get_settings(), session_id)
+
+
+@app.task(name=BACK_UP_SERVER)
+def back_up_server() -> str | None:
+    """Beat entry: a scheduled backup if one is due; the path written, if any."""
+    written = scheduled_backups.back_up_if_due(get_settings(), clock.utcnow())
+    return str(written) if written else None
 
 
 def service_name() -> str:

@@ -96,6 +96,9 @@ class ApiClient:
     async def turn(self, user_id: str, turn_id: str) -> dict:
         return await self.call("GET", f"/v1/turns/{turn_id}", user_id=user_id)
 
+    async def forget_session(self, user_id: str, session_id: str) -> dict:
+        return await self.call("DELETE", f"/v1/sessions/{session_id}", user_id=user_id)
+
     async def cancel(self, user_id: str, turn_id: str) -> dict:
         return await self.call("POST", f"/v1/turns/{turn_id}/cancel", user_id=user_id)
 

@@ -80,6 +80,13 @@ class ChatRunner:
                 raise
         return True
 
+    async def forget(self) -> dict:
+        """Stop what runs, delete the chat's session; the next message starts a new one."""
+        await self.stop()
+        session_id = await self.session()
+        self.session_id = None
+        return await self.api.forget_session(self.user_id, session_id)
+
     async def new_session(self) -> str:
         await self.stop()
         return await self.session(fresh=True)

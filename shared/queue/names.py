@@ -8,6 +8,7 @@ CHECK_CURATION = "check_curation"
 CURATE_SKILLS = "curate_skills"
 SWEEP_EXPIRED = "sweep_expired"
 END_SESSION = "end_session"
+BACK_UP_SERVER = "back_up_server"
 
 QUEUE_TURNS = "turns"
 QUEUE_REVIEW = "review"
@@ -23,4 +24,5 @@ ROUTES = {
     CURATE_SKILLS: {"queue": QUEUE_CURATOR},
     SWEEP_EXPIRED: {"queue": QUEUE_CURATOR},
     END_SESSION: {"queue": QUEUE_CURATOR},
+    BACK_UP_SERVER: {"queue": QUEUE_CURATOR},
 }

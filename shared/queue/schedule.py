@@ -7,7 +7,7 @@ work, never a wrong result: every periodic task is idempotent (see services/cura
 from __future__ import annotations
 
 from shared.config import Settings
-from shared.queue.names import CHECK_CURATION, SWEEP_EXPIRED, SWEEP_TURNS
+from shared.queue.names import BACK_UP_SERVER, CHECK_CURATION, SWEEP_EXPIRED, SWEEP_TURNS
 
 
 def _entry(task: str, interval: float) -> dict:
@@ -15,9 +15,16 @@ def _entry(task: str, interval: float) -> dict:
     return {"task": task, "schedule": interval, "options": {"expires": max(1.0, interval * 0.9)}}
 
 
+BACKUP_CHECK_SECONDS = 600.0  # how often the beat asks whether a scheduled backup is due
+
+
 def beat_schedule(settings: Settings) -> dict:
-    return {
+    schedule = {
         "sweep-turns": _entry(SWEEP_TURNS, settings.sweep_interval_seconds),
         "check-curation": _entry(CHECK_CURATION, settings.curator_check_seconds),
         "sweep-expired": _entry(SWEEP_EXPIRED, settings.expiry_sweep_seconds),
     }
+    if settings.backup_interval_hours > 0:
+        schedule["back-up-server"] = _entry(BACK_UP_SERVER, min(BACKUP_CHECK_SECONDS,
+                                                                settings.backup_interval_hours * 3600))
+    return schedule

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
 
+from services.api import forgetting
+from services.api.auth_cache import announce_revoked
 from services.api.deps import AdminKey, AuthCacheDep, DbDep, RedisDep, SettingsDep
 from services.api.routes.keys import key_list, revoke
+from services.api.routes.session_data import providers
 from services.api.schemas import UserCreateBody, UserList, error_responses
 from shared.models.users import ApiKeyIssued, ApiKeyList, ApiKeyPublic, UserPublic
 from shared.stores import users
+
+
+class UserForgotten(BaseModel):
+    """What `DELETE /v1/users/{id}` removed."""
+
+    id: str
+    name: str
+    deleted: bool = True
+    sessions: int
+    kept: str = "Nothing: the user's memory files, skills and workspace went with the user."
+
 
 router = APIRouter(prefix="/v1/users", tags=["users"], responses=error_responses(401, 403))
 
@@ -44,3 +59,14 @@ def revoke_key(user_id: str, key_id: str, db: DbDep, r: RedisDep, settings: Sett
                _admin: AdminKey) -> ApiKeyPublic:
     """Revoke a user's key: 401 from the next request in every api process; the row stays for the record."""
     return revoke(db, r, settings, cache, users.find_user(db, user_id).id, key_id)
+
+
+@router.delete("/{user_id}", response_model=UserForgotten, responses=error_responses(404))
+def delete_user(user_id: str, request: Request, db: DbDep, r: RedisDep, settings: SettingsDep, cache: AuthCacheDep,
+                _admin: AdminKey) -> UserForgotten:
+    """Forget a user (by id or name): every session as DELETE /v1/sessions/{id} does, then every row and file."""
+    user = users.find_user(db, user_id)
+    forgotten, key_hashes = forgetting.forget_user(db, r, settings, providers(request), user.id)
+    for digest in key_hashes:
+        announce_revoked(cache, r, settings, digest)
+    return UserForgotten(id=user.id, name=user.name, sessions=len(forgotten.session_ids))

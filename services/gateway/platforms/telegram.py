@@ -136,6 +136,8 @@ class TelegramPlatform:
         if word == "new":
             await runner.new_session()
             return "Started a fresh conversation."
+        if word == "forget":
+            return ui.forgotten_text(await runner.forget()) if arg.lower() == "yes" else ui.FORGET_ASK
         if word == "stop":
             return "Stopping." if await runner.stop() else "Nothing is running."
         if word == "status":

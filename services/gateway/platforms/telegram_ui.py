@@ -6,6 +6,7 @@ from telegram import BotCommand, InlineKeyboardButton, InlineKeyboardMarkup
 
 COMMANDS = {
     "new": "start a fresh conversation",
+    "forget": "delete this conversation everywhere it is kept (asks first)",
     "stop": "stop the running answer",
     "status": "what the agent is doing",
     "memory": "what the agent keeps about you",
@@ -75,3 +76,11 @@ def skills_text(listing: dict) -> str:
     if not skills:
         return "No skills yet."
     return "Skills:\n" + "\n".join(f"• {s['name']} — {s.get('description', '')[:80]}" for s in skills[:50])
+
+
+FORGET_ASK = ("This deletes this chat's conversation: its messages, search entries, pending approvals and kept "
+              "outputs. What the agent learned into memory and skills stays. Send /forget yes to confirm.")
+
+
+def forgotten_text(done: dict) -> str:
+    return f"Deleted this conversation ({done['messages']} messages). {done['kept']}"
