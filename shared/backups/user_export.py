@@ -7,7 +7,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from shared import exports
+from shared.backups import exports
 from shared.backups.archive import add_bytes
 from shared.config import Settings
 from shared.db import Database

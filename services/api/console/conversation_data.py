@@ -1,6 +1,6 @@
 """A chat's own data from the console: download it (Markdown, HTML or JSON) or delete it everywhere.
 
-Both go through the same code as the API: `shared.exports` renders the download, and the delete is
+Both go through the same code as the API: `shared.backups.exports` renders the download, and the delete is
 `services.api.forgetting`, the path of `DELETE /v1/sessions/{id}` (another user's chat is 404 for both).
 """
 

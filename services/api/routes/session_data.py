@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from services.api import forgetting
 from services.api.deps import CurrentUser, DbDep, RedisDep, SettingsDep
 from services.api.schemas import error_responses
-from shared import exports
+from shared.backups import exports
 from shared.providers import ProviderManager, build_manager
 from shared.stores import sessions
 
