@@ -15,9 +15,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     DATA_DIR=/data
 
-# bubblewrap: the terminal's per-user sandbox (TERMINAL_SANDBOX=bwrap).
+# bubblewrap: the terminal's per-user sandbox (TERMINAL_SANDBOX=bwrap). postgresql-client: `hstack backup` and
+# `hstack restore` on Postgres (pg_dump, psql); its major version (15, Debian bookworm's) is the compose
+# file's postgres image's, since pg_dump refuses a newer server.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends bubblewrap \
+    && apt-get install -y --no-install-recommends bubblewrap postgresql-client \
     && rm -rf /var/lib/apt/lists/*
 
 RUN groupadd --system --gid 10001 hstack \

@@ -1,4 +1,4 @@
-# Stand-in for postgres:16-alpine: Debian bookworm's PostgreSQL 15, set up from the same variables
+# Stand-in for postgres:15-alpine: Debian bookworm's PostgreSQL 15 (the same major), set up from the same variables
 # (POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB) into the same data folder.
 FROM hstack-base:bookworm
 RUN apt-get update \
