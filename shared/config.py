@@ -132,6 +132,15 @@ class Settings(BaseSettings):
     outbox_backoff_base_seconds: float = Field(1.0, gt=0, alias="OUTBOX_BACKOFF_BASE_SECONDS")
     outbox_backoff_max_seconds: float = Field(60.0, gt=0, alias="OUTBOX_BACKOFF_MAX_SECONDS")
 
+    searxng_url: str | None = Field(None, alias="SEARXNG_URL")
+    brave_search_api_key: SecretStr | None = Field(None, alias="BRAVE_SEARCH_API_KEY")
+    brave_search_url: str = Field("https://api.search.brave.com/res/v1/web/search", alias="BRAVE_SEARCH_URL")
+    web_fetch_allow: str = Field("", alias="WEB_FETCH_ALLOW")
+    web_fetch_max_bytes: int = Field(5_000_000, ge=1024, alias="WEB_FETCH_MAX_BYTES")
+    web_fetch_timeout_seconds: float = Field(20.0, gt=0, alias="WEB_FETCH_TIMEOUT_SECONDS")
+    web_extract_max_chars: int = Field(20_000, ge=500, alias="WEB_EXTRACT_MAX_CHARS")
+    webhook_toolsets: str = Field("", alias="WEBHOOK_TOOLSETS")
+
     console_secret: SecretStr | None = Field(None, alias="CONSOLE_SECRET")
     console_session_hours: float = Field(12.0, gt=0, le=24 * 90, alias="CONSOLE_SESSION_HOURS")
 

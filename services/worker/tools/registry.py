@@ -71,6 +71,8 @@ class Tool:
     # Seconds this call may run before its turn gives up on it; None: TOOL_TIMEOUT_SECONDS. For tools whose
     # arguments set their own time limit (terminal's `timeout`), so the batch never cuts them short.
     deadline: Callable[["ToolContext", dict[str, Any]], float] | None = None
+    # Whether the stack can serve this tool under these settings (a backend configured); None: always.
+    available: Callable[[Settings], bool] | None = None
 
     def seconds_allowed(self, ctx: "ToolContext", args: dict[str, Any]) -> float:
         """How long the batch waits for this call."""
@@ -117,6 +119,15 @@ class ToolRegistry:
             raise ValueError(f"A tool named {tool.name!r} is already registered.")
         self._tools[tool.name] = tool
         return tool
+
+    def offered(self, settings: Settings) -> "ToolRegistry":
+        """The tools these settings can serve: one the stack has no backend for is never shown to the model."""
+        return ToolRegistry(t for t in self._tools.values() if t.available is None or t.available(settings))
+
+    def narrowed(self, toolsets: Iterable[str]) -> "ToolRegistry":
+        """The read-only tools and those of `toolsets`: what a turn from a less trusted source may call."""
+        wanted = set(toolsets)
+        return ToolRegistry(t for t in self._tools.values() if t.read_only or t.toolset in wanted)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
