@@ -51,7 +51,7 @@ def revoke_pairing(body: PairingRevoke, db: DbDep, _admin: AdminKey) -> Identity
 def create_webhook(body: WebhookCreate, db: DbDep, _admin: AdminKey) -> WebhookIssued:
     """A signed webhook route acting for `user`; the secret is in this answer only."""
     user = users.find_user(db, body.user)
-    row = webhook_routes.create(db, body.name, user.id, body.callback_url, body.deliver)
+    row = webhook_routes.create(db, body.name, user.id, body.callback_url, body.deliver, body.toolsets)
     return WebhookIssued.model_validate(row, from_attributes=True)
 
 

@@ -184,7 +184,7 @@ class Compression:
 
     def rebuilt_prompt(self) -> SystemPrompt:
         """The session's system prompt built afresh, with a new memory snapshot."""
-        return compose_system_prompt(self.turn_run.session, self.rt.tools, self.rt.settings, utcnow().date(),
+        return compose_system_prompt(self.turn_run.session, self.turn_run.tools, self.rt.settings, utcnow().date(),
                                      self.rt.db)
 
     def summarise(self, window: Window) -> tuple[str, bool] | None:

@@ -22,7 +22,7 @@ from shared.llm import Cancelled, Completion, ToolCall
 from shared.logs import session_id_var, turn_id_var
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn, TurnStatus
-from shared.stores import approvals, sessions, turns
+from shared.stores import approvals, sessions, turns, webhook_routes
 from services.worker.approval.checkpoint import Parked, TurnGate
 from services.worker.approval.guardian_call import model_guardian
 from services.worker.agent import compress
@@ -41,7 +41,8 @@ from services.worker.agent.turn_start import turn_started
 from services.worker.agent.toolcalls import CallResult, ToolBatch
 from services.worker.runtime import Runtime
 from services.worker.shutdown import Released
-from services.worker.tools.registry import ToolContext
+from services.worker.tools.registry import ToolContext, ToolRegistry
+from services.worker.tools.toolsets import WEBHOOK_SOURCE, tools_for_source
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class TurnRun:
         self.start_after: int | None = None  # the newest message the transcript cache held then
         self.last_rows: list[dict[str, Any]] = []
         self.rows: list[Message] | None = None  # the turn's stored rows, once its history is loaded
+        self._tools: ToolRegistry | None = None
         self.usage: dict[str, Any] = {
             "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0,
             "iterations": 0,
@@ -144,7 +146,7 @@ class TurnRun:
             if not budget.consume():
                 return self.summary_answer()
             self.usage["iterations"] = budget.used
-            completion = self.call(self.rt.tools.schemas() or None)
+            completion = self.call(self.tools.schemas() or None)
             if not completion.tool_calls:
                 return self.answer(completion.content)
             self.append([{"role": "assistant", "content": completion.content,
@@ -164,11 +166,20 @@ class TurnRun:
                                          self.begin if self.turn.attempts <= 1 else None)
         self.start_after = after
         session = self.start.session
-        if session.system_prompt is None:
-            prompt = compose_system_prompt(session, self.rt.tools, self.rt.settings, utcnow().date(), self.rt.db)
-            session = sessions.freeze_system_prompt(self.rt.db, session.id, prompt.text, prompt.known)
         self.session = session
-        return session.system_prompt
+        if session.system_prompt is None:
+            prompt = compose_system_prompt(session, self.tools, self.rt.settings, utcnow().date(), self.rt.db)
+            self.session = sessions.freeze_system_prompt(self.rt.db, session.id, prompt.text, prompt.known)
+        return self.session.system_prompt
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """The tools this turn's source may use (services/worker/tools/toolsets.py), worked out once."""
+        if self._tools is None:
+            route = (webhook_routes.toolsets_of_session(self.rt.db, self.session.id)
+                     if self.session.source == WEBHOOK_SOURCE else "")
+            self._tools = tools_for_source(self.rt.tools, self.session.source, self.rt.settings, route)
+        return self._tools
 
     def begin(self, session: ChatSession) -> None:
         """The turn-start hooks, as soon as the session row is read (the rest of the turn's reads follow)."""
@@ -212,7 +223,7 @@ class TurnRun:
         log.info("resuming parked turn: approval %s was %s", answer.id, answer.status)
         calls = [ToolCall(c["id"], call_name(c), (c.get("function") or {}).get("arguments") or "") for c in open_calls]
         self.messages = []
-        ToolBatch(self.rt.tools, self.tool_context(), self.cancelled, self.gate({first["id"]: answer})).run(
+        ToolBatch(self.tools, self.tool_context(), self.cancelled, self.gate({first["id"]: answer})).run(
             calls, self.on_tool_result)
         return True
 
@@ -304,13 +315,13 @@ class TurnRun:
         """Execute one batch; results are stored and announced in call order."""
         for call in calls:
             self.events.emit("tool.started", {"id": call.id, "name": call.name, "arguments": call.arguments})
-        ToolBatch(self.rt.tools, self.tool_context(), self.cancelled, self.gate()).run(calls, self.on_tool_result)
+        ToolBatch(self.tools, self.tool_context(), self.cancelled, self.gate()).run(calls, self.on_tool_result)
 
     def on_tool_result(self, result: CallResult) -> None:
         self.append([{"role": "tool", "content": result.content, "tool_call_id": result.id, "name": result.name}])
         self.events.emit("tool.completed", {"id": result.id, "name": result.name, "ok": result.ok})
         self.usage["tool_calls"] += 1
-        tool = result.name if result.name in self.rt.tools else "unknown"
+        tool = result.name if result.name in self.tools else "unknown"
         metrics.inc(self.rt.redis, "hstack_tool_calls_total", labels={"tool": tool})
 
     def keyed(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
