@@ -54,14 +54,14 @@ def decide_and_resume(db: Database, enqueue: Enqueue, user_id: str, approval_id:
     then 409 when it was already decided or had expired (the turn still resumes, to refuse the command)."""
     decided = approvals.decide(db, user_id, approval_id, approve=approve, scope=scope)
     if decided.resume is not None:
-        _resume(enqueue, decided.resume, decided.approval.id)
+        resume(enqueue, decided.resume, decided.approval.id)
     if decided.conflict:
         approvals.raise_conflict(decided.conflict)
     return decided.approval
 
 
-def _resume(enqueue: Enqueue, turn: Turn, approval_id: str) -> None:
-    """Send the turn on; a broker failure is left to the sweeper, which re-sends turns marked sent."""
+def resume(enqueue: Enqueue, turn: Turn, approval_id: str) -> None:
+    """Send the parked turn on (an approval's or a question's); a broker failure is left to the sweeper."""
     try:
         enqueue(RESUME_TURN, ResumeTurn(turn_id=turn.id, session_id=turn.session_id, approval_id=approval_id))
     except Exception as exc:  # any broker failure: the row says sent, the sweeper re-sends it

@@ -7,7 +7,8 @@ hands back before its next model call (services/worker/shutdown.py).
 
 A command that needs a human's approval parks the turn (status `awaiting_approval`, no worker held);
 once decided, the turn is queued again and the next attempt continues from the parked tool call
-with the decision (`resume_parked`), then carries on as usual.
+with the decision (`resume_parked`), then carries on as usual. A `clarify` question parks the same way
+(status `awaiting_input`) and resumes with the user's choice, or "no answer" after CLARIFY_TIMEOUT_SECONDS.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from shared.llm import Cancelled, Completion, ToolCall
 from shared.logs import session_id_var, turn_id_var
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn, TurnStatus
-from shared.stores import approvals, sessions, turns, webhook_routes
+from shared.stores import approvals, clarifications, sessions, turns, webhook_routes
 from services.worker.approval.checkpoint import Parked, TurnGate
 from services.worker.approval.guardian_call import model_guardian
 from services.worker.agent import compress
@@ -30,6 +31,7 @@ from services.worker.agent.budget import BUDGET_NOTICE, BUDGET_NOTICE_NAME, Iter
 from services.worker.agent.context import TurnContext, after_turn, user_message_for_model
 from services.worker.agent.events import TurnEvents
 from services.worker.agent.history import call_name, interrupted_result, to_wire, unanswered_calls
+from services.worker.agent.questions import AskParked, TurnQuestions
 from services.worker.agent.outcome import (
     CANCELLED_MESSAGE,
     INTERNAL_ERROR_MESSAGE,
@@ -101,6 +103,9 @@ class TurnRun:
         except Parked as parked:
             self.park(parked)
             return
+        except AskParked as parked:
+            self.park_question(parked)
+            return
         self.finish(outcome)
 
     def release(self) -> None:
@@ -117,7 +122,7 @@ class TurnRun:
         except ModelError as err:
             log.warning("turn failed: %s (%s)", err.message, err.code)
             return Outcome(TurnStatus.failed, error_code=err.code, error_message=err.message)
-        except (Released, Parked):
+        except (Released, Parked, AskParked):
             raise
         except Cancelled:
             if self.rt.shutdown.requested and not self.cancelled():
@@ -216,16 +221,27 @@ class TurnRun:
         The decision is taken once: an attempt that dies while running an approved command leaves it
         answered as interrupted for the next, never run twice.
         """
-        first = open_calls[0]
-        answer = approvals.answer_for(self.rt.db, self.turn.id, first["id"])
-        if answer is None or not approvals.take(self.rt.db, answer.id):
+        gate, questions = self.settled(open_calls[0]["id"])
+        if gate is None and questions is None:
             return False
-        log.info("resuming parked turn: approval %s was %s", answer.id, answer.status)
         calls = [ToolCall(c["id"], call_name(c), (c.get("function") or {}).get("arguments") or "") for c in open_calls]
         self.messages = []
-        ToolBatch(self.tools, self.tool_context(), self.cancelled, self.gate({first["id"]: answer})).run(
-            calls, self.on_tool_result)
+        ToolBatch(self.tools, self.tool_context(), self.cancelled, gate or self.gate(),
+                  questions or TurnQuestions(self.turn)).run(calls, self.on_tool_result)
         return True
+
+    def settled(self, call_id: str) -> tuple[TurnGate | None, TurnQuestions | None]:
+        """What the turn parked on for this call, taken once: an approval's decision or a question's answer."""
+        answer = approvals.answer_for(self.rt.db, self.turn.id, call_id)
+        if answer is not None:
+            took = approvals.take(self.rt.db, answer.id)
+            log.info("resuming parked turn: approval %s was %s", answer.id, answer.status)
+            return (self.gate({call_id: answer}) if took else None), None
+        asked = clarifications.answer_for(self.rt.db, self.turn.id, call_id)
+        if asked is None or not clarifications.take(self.rt.db, asked.id):
+            return None, None
+        log.info("resuming parked turn: question %s was %s", asked.id, asked.status)
+        return None, TurnQuestions(self.turn, {call_id: asked})
 
     def gate(self, answers: dict | None = None) -> TurnGate:
         """The approval gate of this turn; the guardian is asked only in smart mode."""
@@ -246,6 +262,17 @@ class TurnRun:
         log.info("turn parked: approval %s awaits a decision", row.id)
         self.events.emit("approval.requested", {"approval_id": row.id, "command": row.command, "reason": row.reason,
                                                 "expires_at": row.expires_at.isoformat()})
+
+    def park_question(self, parked: AskParked) -> None:
+        """Commit the agent's question and leave the turn waiting for the answer (`awaiting_input`)."""
+        row = clarifications.park(self.rt.db, parked.question, self.rt.worker_id,
+                                  self.rt.settings.clarify_timeout_seconds, usage=self.usage)
+        if row is None:
+            log.warning("turn finished elsewhere: this worker lost its lease")
+            return
+        log.info("turn parked: question %s awaits an answer", row.id)
+        self.events.emit("clarify.requested", {"clarification_id": row.id, "question": row.question,
+                                               "choices": row.choices, "expires_at": row.expires_at.isoformat()})
 
     def add_turn_context(self, user_message: Message) -> None:
         """Fix, once, what the model is sent for this turn's user message (the text plus context blocks)."""
@@ -315,7 +342,8 @@ class TurnRun:
         """Execute one batch; results are stored and announced in call order."""
         for call in calls:
             self.events.emit("tool.started", {"id": call.id, "name": call.name, "arguments": call.arguments})
-        ToolBatch(self.tools, self.tool_context(), self.cancelled, self.gate()).run(calls, self.on_tool_result)
+        ToolBatch(self.tools, self.tool_context(), self.cancelled, self.gate(), TurnQuestions(self.turn)).run(
+            calls, self.on_tool_result)
 
     def on_tool_result(self, result: CallResult) -> None:
         self.append([{"role": "tool", "content": result.content, "tool_call_id": result.id, "name": result.name}])

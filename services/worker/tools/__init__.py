@@ -7,3 +7,4 @@ from services.worker.tools import memory  # noqa: F401  (registers the memory to
 from services.worker.tools import skills  # noqa: F401  (registers skills_list, skill_view, skill_manage)
 from services.worker.tools import terminal  # noqa: F401  (registers terminal and process)
 from services.worker.tools import web  # noqa: F401  (registers web_search, web_extract)
+from services.worker.tools import clarify  # noqa: F401  (registers clarify)

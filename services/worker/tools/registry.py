@@ -71,6 +71,8 @@ class Tool:
     # Seconds this call may run before its turn gives up on it; None: TOOL_TIMEOUT_SECONDS. For tools whose
     # arguments set their own time limit (terminal's `timeout`), so the batch never cuts them short.
     deadline: Callable[["ToolContext", dict[str, Any]], float] | None = None
+    # The call asks the user and waits (clarify): the batch parks the turn on it (agent/questions.py).
+    asks_user: bool = False
     # Whether the stack can serve this tool under these settings (a backend configured); None: always.
     available: Callable[[Settings], bool] | None = None
 
