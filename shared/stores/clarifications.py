@@ -40,10 +40,15 @@ class Question:
 
 @dataclass(frozen=True)
 class Answered:
-    """The row after an answer and the turn to resume (if any)."""
+    """The row after an answer, the turn to resume (if any), and the 409 to report once it is sent on (if any)."""
 
     clarification: Clarification
     resume: Turn | None
+    conflict: str | None = None
+
+    def raise_conflict(self) -> None:
+        if self.conflict:
+            raise InvalidState(f"The question was already {self.clarification.status}.", code=self.conflict)
 
 
 def park(db: Database, ask: Question, worker_id: str, timeout_seconds: float,
@@ -66,18 +71,18 @@ def park(db: Database, ask: Question, worker_id: str, timeout_seconds: float,
 
 
 def answer(db: Database, user_id: str, clarification_id: str, choice: str) -> Answered:
-    """The user's choice; another user's id is NotFound, a choice not offered is InvalidInput, a settled one 409."""
+    """The user's choice; another user's id is NotFound, a choice not offered InvalidInput, a settled one a conflict."""
     now = utcnow()
     with db.write() as s:
         row = s.exec(select(Clarification).where(Clarification.id == clarification_id).with_for_update()).first()
         if row is None or row.user_id != user_id:
             raise NotFound("No such clarification.", code="clarification_not_found")
         if row.status != PENDING:
-            raise InvalidState(f"The question was already {row.status}.", code=f"clarification_{row.status}")
-        if row.expires_at <= now:
+            return Answered(row, None, f"clarification_{row.status}")
+        if row.expires_at <= now:  # past its time: settled as no answer here, and its turn goes on
             row.status, row.answered_at = ClarificationStatus.expired.value, now
             s.add(row)
-            return Answered(row, resume_parked(s, row.turn_id, now, PARKED))
+            return Answered(row, resume_parked(s, row.turn_id, now, PARKED), "clarification_expired")
         if choice not in row.choices:
             raise InvalidInput("The choice must be one of the question's choices.", code="clarification_choice")
         row.status, row.choice, row.answered_at = ClarificationStatus.answered.value, choice, now

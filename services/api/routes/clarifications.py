@@ -38,4 +38,5 @@ def answer_clarification(clarification_id: str, body: ClarificationAnswer, db: D
     answered = clarifications.answer(db, user.id, clarification_id, body.choice)
     if answered.resume is not None:
         resume(enqueue, answered.resume, answered.clarification.id)
+    answered.raise_conflict()
     return ClarificationPublic.of(answered.clarification)

@@ -61,7 +61,7 @@ def test_a_question_parks_the_turn_and_the_answer_resumes_the_same_turn(db, user
     assert model.requests[-1].body["messages"][-1] == {"role": "tool", "tool_call_id": "c1",
                                                        "content": json.dumps({"answer": "Dark"})}
     with pytest.raises(InvalidState):
-        clarifications.answer(db, user.id, pending.id, "Light")
+        clarifications.answer(db, user.id, pending.id, "Light").raise_conflict()
 
 
 def test_an_unanswered_question_goes_on_with_no_answer(db, user, session, model, make_runtime):
