@@ -53,8 +53,7 @@ class Runtime:
         worker_id = worker_id or instance_id(service)
         leases = LeaseKeeper(db, r, worker_id, interval=settings.turn_heartbeat_seconds, service=service,
                              settings=settings)
-        return cls(settings, db, r, get_llm(settings, r), tools if tools is not None else REGISTRY.offered(settings),
-                   worker_id, leases)
+        return cls(settings, db, r, get_llm(settings, r), tools if tools is not None else REGISTRY, worker_id, leases)
 
 
 _runtime: Runtime | None = None

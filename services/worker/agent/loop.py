@@ -23,7 +23,7 @@ from shared.llm import Cancelled, Completion, ToolCall
 from shared.logs import session_id_var, turn_id_var
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn, TurnStatus
-from shared.stores import approvals, clarifications, sessions, turns, webhook_routes
+from shared.stores import approvals, clarifications, sessions, turns
 from services.worker.approval.checkpoint import Parked, TurnGate
 from services.worker.approval.guardian_call import model_guardian
 from services.worker.agent import compress
@@ -44,7 +44,7 @@ from services.worker.agent.toolcalls import CallResult, ToolBatch
 from services.worker.runtime import Runtime
 from services.worker.shutdown import Released
 from services.worker.tools.registry import ToolContext, ToolRegistry
-from services.worker.tools.toolsets import WEBHOOK_SOURCE, tools_for_source
+from services.worker.tools.toolsets import tools_for_session
 
 log = logging.getLogger(__name__)
 
@@ -181,9 +181,7 @@ class TurnRun:
     def tools(self) -> ToolRegistry:
         """The tools this turn's source may use (services/worker/tools/toolsets.py), worked out once."""
         if self._tools is None:
-            route = (webhook_routes.toolsets_of_session(self.rt.db, self.session.id)
-                     if self.session.source == WEBHOOK_SOURCE else "")
-            self._tools = tools_for_source(self.rt.tools, self.session.source, self.rt.settings, route)
+            self._tools = tools_for_session(self.rt.tools, self.rt.settings, self.rt.db, self.session)
         return self._tools
 
     def begin(self, session: ChatSession) -> None:
