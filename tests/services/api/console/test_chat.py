@@ -102,3 +102,26 @@ def test_deciding_another_users_approval_is_not_found(signed_in):
     token = csrf_of(signed_in.get("/chat").text)
     response = signed_in.http.post("/chat/approvals/apr_nope", data={"csrf_token": token, "decision": "approve"})
     assert response.status_code == 404
+
+
+def test_the_agents_question_shows_a_button_per_choice_and_a_press_answers_it(signed_in, db, user, enqueued):
+    from shared.stores import clarifications
+    from shared.stores.clarifications import Question
+
+    chat = make_session(db, user.id)
+    turn, _ = turns.create_turn(db, user.id, chat.id, "theme my site")
+    turns.claim_next(db, chat.id, "worker@test:console", 30)
+    asked = clarifications.park(db, Question(user.id, chat.id, turn.id, "c1", "Which theme?", ("Light", f"Dark {SCRIPT}")),
+                                "worker@test:console", 600)
+
+    page = signed_in.get(f"/chat/{chat.id}").text
+
+    assert "waits for your answer" in page and "Which theme?" in page
+    assert 'value="Light"' in page and "<script>document.title" not in page
+    stranger = signed_in.http.post(f"/chat/clarifications/clr_nope", data={"csrf_token": csrf_of(page), "choice": "Light"})
+    assert stranger.status_code == 404
+    pressed = signed_in.post_form(f"/chat/{chat.id}", f"/chat/clarifications/{asked.id}",
+                                  {"choice": "Light", "session_id": chat.id})
+    assert pressed.status_code == 303
+    assert clarifications.list_pending(db, user.id) == []
+    assert [name for name, _, _ in enqueued.calls] == ["resume_turn"]
