@@ -11,6 +11,7 @@ from shared.models.memory import MemorySnapshot, MemoryStagedWrite
 from shared.models.reviews import Review, ReviewCall, ReviewCounter
 from shared.models.search import MessageVector
 from shared.models.sessions import ChatSession, Message
+from shared.models.todos import SessionTodo
 from shared.models.skills import SkillRecord, SkillStagedWrite
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.models.users import ApiKey, User
@@ -19,5 +20,5 @@ __all__ = [
     "ApiKey", "Approval", "ChatSession", "Clarification", "Compaction", "CuratorRun", "CuratorState", "CuratorTransition",
     "GatewayChat", "GatewayIdentity", "ImportRecord", "OutboxItem", "PairingLock", "PairingRequest", "WebhookRoute",
     "MemorySnapshot", "MemoryStagedWrite", "Message", "MessageVector", "Review", "ReviewCall", "ReviewCounter",
-    "SkillRecord", "SkillStagedWrite", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User",
+    "SessionTodo", "SkillRecord", "SkillStagedWrite", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User",
 ]

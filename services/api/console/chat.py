@@ -25,7 +25,7 @@ from services.api.routes.approvals import decide_and_resume, resume
 from services.api.routes.events import open_event_stream
 from shared.errors import HermesError, InvalidInput
 from shared.models.approvals import ApprovalScope
-from shared.stores import approvals, clarifications, sessions, turns
+from shared.stores import approvals, clarifications, sessions, todos, turns
 
 router = APIRouter(include_in_schema=False)
 
@@ -50,7 +50,7 @@ def chat_session(request: Request, session_id: str, user: ConsoleUser):
     mine = approvals.for_turn(db, user.id, running.id) if running is not None else []
     asked = [q for q in clarifications.list_pending(db, user.id) if running is not None and q.turn_id == running.id]
     return render(request, "chat_session.html", active="chat", chat=chat, transcript=transcript, running=running,
-                  pending=[a for a in mine if a.status == "pending"], questions=asked,
+                  pending=[a for a in mine if a.status == "pending"], questions=asked, plan=todos.items(db, chat.id),
                   settled=" ".join(a.id for a in mine if a.status != "pending"))
 
 

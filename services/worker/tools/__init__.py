@@ -8,3 +8,4 @@ from services.worker.tools import skills  # noqa: F401  (registers skills_list, 
 from services.worker.tools import terminal  # noqa: F401  (registers terminal and process)
 from services.worker.tools import web  # noqa: F401  (registers web_search, web_extract)
 from services.worker.tools import clarify  # noqa: F401  (registers clarify)
+from services.worker.tools import todo  # noqa: F401  (registers todo)

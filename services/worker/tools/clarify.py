@@ -52,8 +52,7 @@ def clarify(ctx: ToolContext, args: dict[str, Any]) -> str:
 
 CLARIFY = Tool(
     name="clarify",
-    description=(f"Ask the user one multiple-choice question (2-{MAX_CHOICES} short choices) when you cannot go on "
-                 "without their decision; you get their choice, or no answer after a while."),
+    description=f"Ask the user a question with 2-{MAX_CHOICES} short choices; returns their choice or none.",
     parameters={"type": "object", "properties": {
         "question": {"type": "string"},
         "choices": {"type": "array", "items": {"type": "string"}},

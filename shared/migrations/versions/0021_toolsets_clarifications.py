@@ -1,4 +1,4 @@
-"""webhook routes' toolsets and the agent's clarifying questions
+"""webhook routes' toolsets, the agent's clarifying questions and its per-session plan list
 
 Revision ID: 0021_toolsets_clarifications
 Revises: 0020_turn_lookups
@@ -6,7 +6,8 @@ Create Date: 2026-12-03
 
 A webhook route's turns get the read-only tools (no terminal, no memory writes); its owner widens that per
 route with a comma list of toolsets. Existing routes get none (the safe set). `clarifications` holds the
-multiple-choice questions the agent parks a turn on (status awaiting_input) and their answers.
+multiple-choice questions the agent parks a turn on (status awaiting_input) and their answers;
+`session_todos` the plan list the agent keeps per session with `todo`.
 """
 import sqlalchemy as sa
 from alembic import op
@@ -41,9 +42,16 @@ def upgrade() -> None:
     op.create_index("ix_clarifications_user_status", "clarifications", ["user_id", "status"])
     op.create_index("ix_clarifications_status_expires", "clarifications", ["status", "expires_at"])
     op.create_index("ix_clarifications_turn_call", "clarifications", ["turn_id", "tool_call_id"])
+    op.create_table(
+        "session_todos",
+        sa.Column("session_id", sa.String(length=40), sa.ForeignKey("sessions.id"), primary_key=True),
+        sa.Column("items", sa.JSON(), nullable=False),
+        sa.Column("updated_at", UTCDateTime(timezone=True), nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("session_todos")
     op.drop_table("clarifications")
     with op.batch_alter_table("webhook_routes") as batch:
         batch.drop_column("toolsets")

@@ -125,3 +125,15 @@ def test_the_agents_question_shows_a_button_per_choice_and_a_press_answers_it(si
     assert pressed.status_code == 303
     assert clarifications.list_pending(db, user.id) == []
     assert [name for name, _, _ in enqueued.calls] == ["resume_turn"]
+
+
+def test_the_agents_plan_is_shown_with_each_items_status(signed_in, db, user):
+    from shared.stores import todos
+
+    chat = make_session(db, user.id)
+    todos.replace(db, chat.id, [{"id": "1", "content": "Find trains", "status": "completed"},
+                                {"id": "2", "content": f"Book {SCRIPT}", "status": "in_progress"}])
+
+    page = signed_in.get(f"/chat/{chat.id}").text
+
+    assert "The agent's plan" in page and "☑ Find trains" in page and "▶ Book &lt;script&gt;" in page
