@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -23,6 +25,16 @@ INJECTION = """<!doctype html><html><head><title>Banana bread</title></head><bod
 </article></body></html>"""
 
 BIG_BYTES = 50 * 1024 * 1024
+BOMB_MB = 200
+
+
+@functools.lru_cache(maxsize=1)
+def bomb() -> bytes:
+    """About 200 KB of gzip that inflates to BOMB_MB megabytes of HTML, made a megabyte at a time."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    parts = [packer.compress(b"<html><body>")]
+    parts += [packer.compress(b"a" * 2**20) for _ in range(BOMB_MB)]
+    return b"".join(parts) + packer.flush()
 CHUNK = b"<p>" + b"filler text " * 5000 + b"</p>\n"
 
 
@@ -102,6 +114,7 @@ def _handler(pages: Pages):
         "/notes.txt": lambda h, q: h.send(200, "text/plain", b"plain notes: buy milk"),
         "/image.png": lambda h, q: h.send(200, "image/png", b"\x89PNG\r\n\x1a\n" + b"\0" * 64),
         "/big": lambda h, q: h.big(),
+        "/bomb": lambda h, q: h.send(200, "text/html", bomb(), {"Content-Encoding": "gzip"}),
         "/to": lambda h, q: h.redirect(q["url"][0]),
         "/search": lambda h, q: h.send(200, "application/json",
                                        json.dumps(pages.search_results(q.get("q", [""])[0])).encode()),

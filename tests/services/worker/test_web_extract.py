@@ -7,6 +7,8 @@ connected to.
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from shared.config import Settings
@@ -14,7 +16,7 @@ from shared.security.addresses import AddressRefused
 from services.worker.tools.registry import ToolContext
 from services.worker.tools.web import web_extract
 from services.worker.web.fetch import Fetcher
-from tests.support.web_pages import BIG_BYTES, Pages
+from tests.support.web_pages import BIG_BYTES, Pages, bomb
 
 pytestmark = pytest.mark.once
 
@@ -111,6 +113,21 @@ def test_a_50_mb_page_is_cut_at_the_cap_without_being_read_whole(settings, pages
     assert result["truncated"] is True
     assert len(result["content"]) < 6000
     assert pages.big_sent < BIG_BYTES  # the server was cut off, not drained
+
+
+def test_a_compressed_page_that_inflates_to_200_mb_is_cut_at_the_cap(settings, pages):
+    """Reproduction: /bomb sends ~200 KB of gzip that inflates to 200 MB; only the cap is ever inflated."""
+    fetcher = Fetcher(settings.model_copy(update={"web_fetch_allow": "127.0.0.1", "web_fetch_max_bytes": 1_000_000}))
+    bomb()  # made before measuring
+    tracemalloc.start()
+    try:
+        page = fetcher.fetch(pages.url("/bomb"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert page.truncated and len(page.body) == 1_000_000 and page.body.startswith(b"<html><body>aaa")
+    assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MB held to read a 1 MB cap"
 
 
 def test_a_page_carrying_a_prompt_injection_is_fenced_and_flagged(settings, pages):
