@@ -31,7 +31,6 @@ from services.worker.agent.budget import BUDGET_NOTICE, BUDGET_NOTICE_NAME, Iter
 from services.worker.agent.context import TurnContext, after_turn, user_message_for_model
 from services.worker.agent.events import TurnEvents
 from services.worker.agent.history import call_name, interrupted_result, to_wire, unanswered_calls
-from services.worker.agent.questions import AskParked, TurnQuestions
 from services.worker.agent.outcome import (
     CANCELLED_MESSAGE,
     INTERNAL_ERROR_MESSAGE,
@@ -39,6 +38,7 @@ from services.worker.agent.outcome import (
     Outcome,
 )
 from services.worker.agent.prompt import compose_system_prompt
+from services.worker.agent.questions import AskParked, TurnQuestions
 from services.worker.agent.turn_start import turn_started
 from services.worker.agent.toolcalls import CallResult, ToolBatch
 from services.worker.runtime import Runtime
