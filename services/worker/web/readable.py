@@ -1,13 +1,15 @@
 """The readable text of a fetched page: HTML through trafilatura, PDF through pypdf, plain text as is.
 
-HTML and PDF are parsed by untrusted bytes' rules: in a child process with a time limit (a parser that
-spins never holds the worker's GIL), on a body already cut at WEB_FETCH_MAX_BYTES. Anything else is refused.
+HTML and PDF are parsed by untrusted bytes' rules: in a child process with a time limit and none of the
+worker's environment (a parser that spins never holds the worker's GIL), on a body already cut at
+WEB_FETCH_MAX_BYTES. Anything else is refused.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -64,13 +66,20 @@ def readable(page: Page, max_chars: int) -> Readable:
 def _parse_in_child(kind: str, page: Page) -> tuple[str, str]:
     try:
         done = subprocess.run([sys.executable, "-m", "services.worker.web.readable", kind, page.url],
-                              input=page.body, capture_output=True, timeout=PARSE_SECONDS, check=False)
+                              input=page.body, capture_output=True, timeout=PARSE_SECONDS, check=False,
+                              env=_child_env())
     except subprocess.TimeoutExpired:
         raise FetchFailed(f"{page.url} took longer than {PARSE_SECONDS:g} s to read.") from None
     if done.returncode != 0:
         raise FetchFailed(f"{page.url} could not be read as {kind.upper()}.")
     answer = json.loads(done.stdout)
     return answer["title"], answer["text"]
+
+
+def _child_env() -> dict[str, str]:
+    """Only what the parser needs to start: none of the worker's settings or secrets reach it."""
+    return {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+            "LANG": "C.UTF-8"}
 
 
 def parse_html(body: bytes, url: str) -> tuple[str, str]:
