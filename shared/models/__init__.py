@@ -17,7 +17,8 @@ from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.models.users import ApiKey, User
 
 __all__ = [
-    "ApiKey", "Approval", "ChatSession", "Clarification", "Compaction", "CuratorRun", "CuratorState", "CuratorTransition",
+    "ApiKey", "Approval", "ChatSession", "Clarification", "Compaction", "CuratorRun", "CuratorState",
+    "CuratorTransition",
     "GatewayChat", "GatewayIdentity", "ImportRecord", "OutboxItem", "PairingLock", "PairingRequest", "WebhookRoute",
     "MemorySnapshot", "MemoryStagedWrite", "Message", "MessageVector", "Review", "ReviewCall", "ReviewCounter",
     "SessionTodo", "SkillRecord", "SkillStagedWrite", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User",

@@ -1,4 +1,5 @@
-"""Local web pages and a fake SearXNG for the web tools' tests: served on a loopback address, nothing leaves the machine."""
+"""Local web pages and a fake SearXNG for the web tools' tests, served on a loopback address: nothing leaves
+the machine."""
 
 from __future__ import annotations
 

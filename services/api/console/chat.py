@@ -108,7 +108,8 @@ def answer(request: Request, clarification_id: str, user: ConsoleUser, form: Con
     except HermesError as exc:
         back = quote(form.get("session_id", ""), safe="")
         return refused(request, f"/chat/{back}#live" if back else "/chat", exc)
-    return redirect(request, f"/chat/{answered.clarification.session_id}#live", f"Answered: {answered.clarification.choice}")
+    row = answered.clarification
+    return redirect(request, f"/chat/{row.session_id}#live", f"Answered: {row.choice}")
 
 
 @router.get("/chat/turns/{turn_id}/events")

@@ -28,7 +28,8 @@ def list_clarifications(
     limit: Annotated[int, Query(ge=1, le=200)] = 100,
 ) -> ClarificationList:
     """The caller's open questions, oldest first."""
-    return ClarificationList(data=[ClarificationPublic.of(row) for row in clarifications.list_pending(db, user.id, limit)])
+    rows = clarifications.list_pending(db, user.id, limit)
+    return ClarificationList(data=[ClarificationPublic.of(row) for row in rows])
 
 
 @router.post("/{clarification_id}", response_model=ClarificationPublic, responses=error_responses(404, 409))

@@ -17,7 +17,8 @@ MAX_CHOICES = 6
 MAX_CHOICE_CHARS = 100
 MAX_QUESTION_CHARS = 1000
 NO_ANSWER = "Nobody answered. Go on with your best judgement and say what you assumed."
-UNATTENDED = "Nobody can answer questions in this conversation. Go on with your best judgement and say what you assumed."
+UNATTENDED = ("Nobody can answer questions in this conversation. Go on with your best judgement and say what you "
+              "assumed.")
 
 
 def asked(args: dict[str, Any]) -> tuple[str, tuple[str, ...]]:

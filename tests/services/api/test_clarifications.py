@@ -45,7 +45,8 @@ def test_answering_resumes_the_turn_and_a_second_answer_is_409(client, db, enque
 
     response = client.post(f"/v1/clarifications/{row.id}", json={"choice": "Dark"}, headers=user.headers)
 
-    assert response.status_code == 200 and (response.json()["status"], response.json()["choice"]) == ("answered", "Dark")
+    assert response.status_code == 200
+    assert (response.json()["status"], response.json()["choice"]) == ("answered", "Dark")
     assert enqueued.calls == [(RESUME_TURN, {"turn_id": row.turn_id, "session_id": row.session_id,
                                              "approval_id": row.id}, "queued")]
     again = client.post(f"/v1/clarifications/{row.id}", json={"choice": "Light"}, headers=user.headers)

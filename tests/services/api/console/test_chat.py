@@ -111,14 +111,15 @@ def test_the_agents_question_shows_a_button_per_choice_and_a_press_answers_it(si
     chat = make_session(db, user.id)
     turn, _ = turns.create_turn(db, user.id, chat.id, "theme my site")
     turns.claim_next(db, chat.id, "worker@test:console", 30)
-    asked = clarifications.park(db, Question(user.id, chat.id, turn.id, "c1", "Which theme?", ("Light", f"Dark {SCRIPT}")),
-                                "worker@test:console", 600)
+    question = Question(user.id, chat.id, turn.id, "c1", "Which theme?", ("Light", f"Dark {SCRIPT}"))
+    asked = clarifications.park(db, question, "worker@test:console", 600)
 
     page = signed_in.get(f"/chat/{chat.id}").text
 
     assert "waits for your answer" in page and "Which theme?" in page
     assert 'value="Light"' in page and "<script>document.title" not in page
-    stranger = signed_in.http.post(f"/chat/clarifications/clr_nope", data={"csrf_token": csrf_of(page), "choice": "Light"})
+    stranger = signed_in.http.post("/chat/clarifications/clr_nope",
+                                   data={"csrf_token": csrf_of(page), "choice": "Light"})
     assert stranger.status_code == 404
     pressed = signed_in.post_form(f"/chat/{chat.id}", f"/chat/clarifications/{asked.id}",
                                   {"choice": "Light", "session_id": chat.id})
