@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     approval_deny_patterns: str = Field("", alias="APPROVAL_DENY_PATTERNS")
     approval_max_command_chars: int = Field(10_000, ge=100, le=100_000, alias="APPROVAL_MAX_COMMAND_CHARS")
     approval_timeout_seconds: float = Field(300.0, gt=0, alias="APPROVAL_TIMEOUT_SECONDS")
+    clarify_timeout_seconds: float = Field(600.0, gt=0, alias="CLARIFY_TIMEOUT_SECONDS")
     approval_guardian_model: str | None = Field(None, alias="APPROVAL_GUARDIAN_MODEL")
     approval_guardian_timeout_seconds: float = Field(30.0, gt=0, alias="APPROVAL_GUARDIAN_TIMEOUT_SECONDS")
 
@@ -147,6 +148,15 @@ class Settings(BaseSettings):
     telegram_allowed_users: str = Field("", alias="TELEGRAM_ALLOWED_USERS")
     outbox_backoff_base_seconds: float = Field(1.0, gt=0, alias="OUTBOX_BACKOFF_BASE_SECONDS")
     outbox_backoff_max_seconds: float = Field(60.0, gt=0, alias="OUTBOX_BACKOFF_MAX_SECONDS")
+
+    searxng_url: str | None = Field(None, alias="SEARXNG_URL")
+    brave_search_api_key: SecretStr | None = Field(None, alias="BRAVE_SEARCH_API_KEY")
+    brave_search_url: str = Field("https://api.search.brave.com/res/v1/web/search", alias="BRAVE_SEARCH_URL")
+    web_fetch_allow: str = Field("", alias="WEB_FETCH_ALLOW")
+    web_fetch_max_bytes: int = Field(5_000_000, ge=1024, alias="WEB_FETCH_MAX_BYTES")
+    web_fetch_timeout_seconds: float = Field(20.0, gt=0, alias="WEB_FETCH_TIMEOUT_SECONDS")
+    web_extract_max_chars: int = Field(20_000, ge=500, alias="WEB_EXTRACT_MAX_CHARS")
+    webhook_toolsets: str = Field("", alias="WEBHOOK_TOOLSETS")
 
     console_secret: SecretStr | None = Field(None, alias="CONSOLE_SECRET")
     console_session_hours: float = Field(12.0, gt=0, le=24 * 90, alias="CONSOLE_SESSION_HOURS")

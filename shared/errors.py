@@ -3,7 +3,9 @@
     HermesError (500, internal_error)
      ├── BadRequest (400, bad_request)
      │    ├── MalformedJSON (400, malformed_json)
-     │    └── InvalidInput (422, invalid_request)
+     │    ├── InvalidInput (422, invalid_request)
+     │    └── FetchFailed (400, fetch_failed)          services.worker.web: a page web_extract could not read
+     │         └── UnsupportedContent (400, unsupported_content)   neither HTML, text nor PDF
      ├── Unauthorized (401, unauthorized)
      ├── Forbidden (403, forbidden)
      │    └── AddressRefused (403, address_refused)   shared.security.addresses: an internal destination

@@ -26,6 +26,7 @@ from services.api.recent_turns import RecentTurns
 from services.api.text_guard import TextGuard
 from services.api.routes import admin, chat_completions, events, health, sessions, turns, users
 from services.api.routes import approvals as approval_routes
+from services.api.routes import clarifications as clarification_routes
 from services.api.routes import keys as key_routes
 from services.api.routes import metrics as metrics_routes
 from services.api.routes import memory as memory_routes
@@ -51,7 +52,7 @@ ROUTERS = (health.router, users.router, sessions.router, turns.router, events.ro
            chat_completions.router, admin.router, memory_routes.router, skills_routes.router,
            search_routes.router, review_routes.router, curator_routes.router, key_routes.router,
            metrics_routes.router, gateway_routes.router, gateway_admin.router, approval_routes.router,
-           session_data.router)
+           session_data.router, clarification_routes.router)
 
 
 async def _announce_forever(settings: Settings) -> None:

@@ -32,9 +32,11 @@ def format_call(name: str, arguments) -> str:
 class TurnPrinter:
     """Writes one turn's events: text as it streams, a line per tool call, errors in words."""
 
-    def __init__(self, out: TextIO, answer: Callable[[dict], None] | None = None) -> None:
+    def __init__(self, out: TextIO, answer: Callable[[dict], None] | None = None,
+                 choose: Callable[[dict], None] | None = None) -> None:
         self.out = out
         self.answer = answer
+        self.choose = choose
         self.streamed = False
         self.at_line_start = True
         self.open_tool: str | None = None
@@ -90,6 +92,17 @@ class TurnPrinter:
             self.answer(data)
         else:
             self.write(f"    decide with POST /v1/approvals/{data.get('approval_id', '?')}\n")
+
+    def on_clarify_requested(self, data: dict) -> None:
+        """The agent's question as a numbered list of its choices."""
+        self.new_line()
+        self.write(f"  ? {data.get('question') or 'a question'}\n")
+        for number, choice in enumerate(data.get("choices") or [], 1):
+            self.write(f"    {number}. {choice}\n")
+        if self.choose is not None:
+            self.choose(data)
+        else:
+            self.write(f"    answer with POST /v1/clarifications/{data.get('clarification_id', '?')}\n")
 
     def on_review_completed(self, data: dict) -> None:
         self.new_line()
@@ -163,7 +176,7 @@ class Chat:
 
     def turn(self, text: str) -> None:
         """Post one turn and print its events until it ends; a refused or failed turn does not end the chat."""
-        printer = TurnPrinter(self.out, self.answer_approval)
+        printer = TurnPrinter(self.out, self.answer_approval, self.answer_question)
         try:
             turn = self.client.post_turn(self.session_id, text)
             for event in self.client.events(turn["id"]):
@@ -192,6 +205,24 @@ class Chat:
             return
         self.say({"once": "    approved once", "session": "    approved for this session"}[scope]
                  if decision == "approve" else "    denied")
+
+    def answer_question(self, data: dict) -> None:
+        """Ask for a choice's number and send that choice; the turn's events go on once it resumes."""
+        choices = [str(c) for c in data.get("choices") or []]
+        while True:
+            line = self._ask(f"  choose [1-{len(choices)}] › ")
+            if not line:
+                self.say("    no answer: the agent goes on without one when the question times out")
+                return
+            if line.strip().isdigit() and 1 <= int(line.strip()) <= len(choices):
+                break
+        choice = choices[int(line.strip()) - 1]
+        try:
+            self.client.post(f"/v1/clarifications/{data.get('clarification_id')}", {"choice": choice})
+        except CliError as exc:
+            self.say(f"    could not send the answer: {exc}")
+            return
+        self.say(f"    answered: {choice}")
 
     def _ask(self, prompt: str) -> str | None:
         """One answer line; piped input is echoed after the prompt so the transcript reads the same."""

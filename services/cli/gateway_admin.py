@@ -37,6 +37,8 @@ def add_parsers(commands, client: list[argparse.ArgumentParser]) -> None:
     create.add_argument("--user", required=True, help="the user the route's turns belong to (id or name)")
     create.add_argument("--callback", help="URL the reply is POSTed to, signed like the request")
     create.add_argument("--deliver", help="also send the reply to a chat: telegram:CHAT_ID")
+    create.add_argument("--toolsets", default="", help="toolsets its turns get beyond the read-only tools "
+                                                       "(comma list: terminal, memory, files, skills, ...)")
     sub.add_parser("list", parents=client, help="the routes (never their secrets)")
     delete = sub.add_parser("delete", parents=client, help="delete a route")
     delete.add_argument("name")
@@ -80,7 +82,8 @@ def run_pairing(client: ApiClient, args: argparse.Namespace, out: TextIO) -> int
 
 def run_webhooks(client: ApiClient, args: argparse.Namespace, out: TextIO) -> int:
     if args.action == "create":
-        body = {"name": args.name, "user": args.user, "callback_url": args.callback, "deliver": args.deliver}
+        body = {"name": args.name, "user": args.user, "callback_url": args.callback, "deliver": args.deliver,
+                "toolsets": args.toolsets}
         route = client.post("/v1/admin/webhooks", body)
         out.write(f"Created webhook route {route['name']}: POST /webhooks/{route['name']} on the gateway port.\n"
                   f"Secret:\n  {route['secret']}\n{SECRET_WARNING}\n")
@@ -96,5 +99,10 @@ def run_webhooks(client: ApiClient, args: argparse.Namespace, out: TextIO) -> in
         out.write("No webhook routes: create one with `hstack webhooks create NAME --user USER`.\n")
     for r in routes:
         out.write(f"{r['name']:<20} user {r['user_id']}  callback {r['callback_url'] or '-'}  "
-                  f"deliver {r['deliver'] or '-'}\n")
+                  f"deliver {r['deliver'] or '-'}  tools {route_tools(r['toolsets'])}\n")
     return 0
+
+
+def route_tools(toolsets: str) -> str:
+    """What a route's turns may use: the read-only tools, plus the toolsets it adds (WEBHOOK_TOOLSETS adds more)."""
+    return "read-only" + "".join(f"+{name}" for name in toolsets.split(",") if name)

@@ -6,7 +6,8 @@ Such a stream whose turn is finished (or gone from the database) gets the rest o
 from its newest entry in Redis's own time, or is deleted when that is already over. Streams of
 queued and running turns are left alone. Each sweep examines a bounded number of keys (SCAN with
 COUNT) and keeps its cursor in Redis, so the next sweep continues where this one stopped.
-Approvals nobody decided within APPROVAL_TIMEOUT_SECONDS are denied by `expire_approvals`, which the
+Approvals nobody decided within APPROVAL_TIMEOUT_SECONDS are denied, and questions nobody answered within
+CLARIFY_TIMEOUT_SECONDS settled as "no answer", by `expire_approvals`, which the
 turn sweep runs every SWEEP_INTERVAL_SECONDS (an hourly pass would be far too late for a 300 s
 timeout): their turns resume and the model hears the refusal, even when no worker was alive to see
 the time pass.
@@ -26,7 +27,7 @@ from sqlmodel import select
 from shared.db import Database
 from shared.models.turns import TERMINAL_STATUSES, Turn
 from shared.queue.turns import send_turn
-from shared.stores import approvals, memory_staged, skill_staged
+from shared.stores import approvals, clarifications, memory_staged, skill_staged
 
 log = logging.getLogger(__name__)
 
@@ -90,15 +91,17 @@ def trim_streams(db: Database, r: redis.Redis, *, ttl_seconds: int, scan_limit: 
 
 
 def expire_approvals(db: Database, now: datetime, send: Callable[[str, BaseModel], None]) -> int:
-    """Deny the questions past their time and send their turns on; returns how many expired.
+    """Deny the approvals and settle the questions (`clarify`) past their time, and send their turns on;
+    returns how many expired.
 
     A failed send is left to the turn sweep: the turn is already marked sent, so it is re-sent later.
     """
-    resumed = approvals.expire_due(db, now)
-    for approval, turn in resumed:
-        send_turn(send, turn.id, turn.session_id, approval_id=approval.id)
+    resumed = [(row.id, turn) for row, turn in approvals.expire_due(db, now)]
+    resumed += [(row.id, turn) for row, turn in clarifications.expire_due(db, now)]
+    for parked_on, turn in resumed:
+        send_turn(send, turn.id, turn.session_id, approval_id=parked_on)
     if resumed:
-        log.info("expiry sweep: %d approval(s) expired unanswered; their turns resume", len(resumed))
+        log.info("expiry sweep: %d approval(s) or question(s) expired unanswered; their turns resume", len(resumed))
     return len(resumed)
 
 

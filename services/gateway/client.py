@@ -106,6 +106,13 @@ class ApiClient:
         body = {"decision": decision, "scope": scope}
         return await self.call("POST", f"/v1/approvals/{approval_id}", user_id=user_id, json_body=body)
 
+    async def questions(self, user_id: str) -> dict:
+        return await self.call("GET", "/v1/clarifications", user_id=user_id)
+
+    async def answer(self, user_id: str, clarification_id: str, choice: str) -> dict:
+        return await self.call("POST", f"/v1/clarifications/{clarification_id}", user_id=user_id,
+                               json_body={"choice": choice})
+
     async def events(self, user_id: str, turn_id: str) -> AsyncIterator[Event]:
         """The turn's events to its terminal one, resuming with Last-Event-ID when the stream drops."""
         last_id: str | None = None

@@ -26,6 +26,9 @@ class Surface(Protocol):
 
     async def approval(self, data: dict) -> None: ...
 
+    async def question(self, data: dict) -> None:
+        """Show the agent's question with one button per choice."""
+
     async def notice(self, text: str) -> None: ...
 
     async def expect(self, turn_id: str) -> None:
@@ -117,6 +120,8 @@ class ChatRunner:
                 elif event.type == "approval.requested":
                     self.approvals.append(str(event.data.get("approval_id", "")))
                     await self.surface.approval(event.data)
+                elif event.type == "clarify.requested":
+                    await self.surface.question(event.data)
                 elif event.type == "review.completed" and event.data.get("summary"):
                     await self.surface.notice(f"💾 {event.data['summary']}")  # what a background review saved
             done = await self.api.turn(self.user_id, turn["id"])

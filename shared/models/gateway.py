@@ -15,6 +15,7 @@ from shared.models.base import created_at_field, time_field
 
 PLATFORM_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+TOOLSETS_PATTERN = r"^([a-z_]+(,[a-z_]+)*)?$"  # "terminal,memory": toolsets a webhook route adds
 
 
 class GatewayIdentity(SQLModel, table=True):
@@ -80,6 +81,8 @@ class WebhookRoute(SQLModel, table=True):
     secret: str = Field(max_length=128)
     callback_url: str | None = Field(default=None, max_length=2000)
     deliver: str | None = Field(default=None, max_length=200)
+    # Toolsets its turns may use beyond the read-only tools (comma list; services/worker/tools/toolsets.py).
+    toolsets: str = Field(default="", max_length=200)
     created_at: datetime = created_at_field()
 
 
@@ -189,6 +192,7 @@ class WebhookCreate(BaseModel):
     user: str = PydanticField(min_length=1, max_length=64)
     callback_url: str | None = PydanticField(default=None, max_length=2000, pattern=r"^https?://")
     deliver: str | None = PydanticField(default=None, max_length=200, pattern=r"^telegram:-?[0-9]{1,20}$")
+    toolsets: str = PydanticField(default="", max_length=200, pattern=TOOLSETS_PATTERN)
 
 
 class DeliveryClaim(BaseModel):
@@ -208,6 +212,7 @@ class WebhookPublic(BaseModel):
     user_id: str
     callback_url: str | None
     deliver: str | None
+    toolsets: str
     created_at: datetime
 
 

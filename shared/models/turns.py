@@ -17,12 +17,15 @@ class TurnStatus(str, Enum):
     queued = "queued"
     running = "running"
     awaiting_approval = "awaiting_approval"
+    awaiting_input = "awaiting_input"
     completed = "completed"
     failed = "failed"
     cancelled = "cancelled"
 
 
 TERMINAL_STATUSES = frozenset({TurnStatus.completed, TurnStatus.failed, TurnStatus.cancelled})
+# A parked turn waits for a person (an approval, an answer to `clarify`) and holds no worker.
+PARKED_STATUSES = (TurnStatus.awaiting_approval.value, TurnStatus.awaiting_input.value)
 
 
 class Turn(SQLModel, table=True):

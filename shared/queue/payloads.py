@@ -15,7 +15,8 @@ class RunTurn(BaseModel):
 
 
 class ResumeTurn(BaseModel):
-    """Continue a parked turn from the tool call its approval decided, then drain its session."""
+    """Continue a parked turn from the tool call its approval or question settled (`approval_id` names either), then
+    drain its session."""
 
     model_config = ConfigDict(extra="forbid")
 

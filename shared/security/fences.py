@@ -26,7 +26,7 @@ MEMORY_CONTEXT_NOTE = (
 _SEP = r"[\s_.\-]*"
 _NAMES = (
     rf"(?:memory{_SEP}context|memory{_SEP}update|memory{_SEP}provider{_SEP}context"
-    rf"|untrusted{_SEP}tool{_SEP}result|recalled{_SEP}memory)"
+    rf"|untrusted{_SEP}tool{_SEP}result|untrusted{_SEP}web{_SEP}content|recalled{_SEP}memory)"
 )
 _OPEN = r"(?:<|＜|﹤|〈|⟨|&lt;?|&#0*60;?|&#x0*3c;?)"
 _CLOSE = r"(?:>|＞|﹥|〉|⟩|&gt;?|&#0*62;?|&#x0*3e;?)"

@@ -96,11 +96,11 @@ def decide(db: Database, user_id: str, approval_id: str, *, approve: bool, scope
         if row.expires_at is not None and row.expires_at <= now:
             _settle(row, ApprovalStatus.expired, "timeout", now)
             s.add(row)
-            return Decided(row, _resume(s, row.turn_id, now), _conflict(row.status))
+            return Decided(row, resume_parked(s, row.turn_id, now), _conflict(row.status))
         _settle(row, ApprovalStatus.approved if approve else ApprovalStatus.denied, user_id, now)
         row.scope = scope if approve else ApprovalScope.once.value
         s.add(row)
-        return Decided(row, _resume(s, row.turn_id, now))
+        return Decided(row, resume_parked(s, row.turn_id, now))
 
 
 def _conflict(status: str) -> str:
@@ -118,11 +118,11 @@ def _settle(row: Approval, status: ApprovalStatus, by: str, now: datetime) -> No
     row.status, row.decided_by, row.decided_at = status.value, by, now
 
 
-def _resume(s: Session, turn_id: str, now: datetime) -> Turn | None:
-    """Move the parked turn back to queued, marked sent: the caller enqueues resume_turn."""
+def resume_parked(s: Session, turn_id: str, now: datetime, parked: str = PARKED) -> Turn | None:
+    """Move the turn parked in status `parked` back to queued, marked sent: the caller enqueues resume_turn."""
     return s.scalars(
         update(Turn)
-        .where(Turn.id == turn_id, Turn.status == PARKED)
+        .where(Turn.id == turn_id, Turn.status == parked)
         .values(status=TurnStatus.queued.value, enqueued_at=now)
         .returning(Turn),
         execution_options={"synchronize_session": False},
@@ -139,7 +139,7 @@ def expire_due(db: Database, now: datetime | None = None, limit: int = 500) -> l
         for row in due:
             _settle(row, ApprovalStatus.expired, "timeout", now)
             s.add(row)
-            turn = _resume(s, row.turn_id, now)
+            turn = resume_parked(s, row.turn_id, now)
             if turn is not None:
                 resumed.append((row, turn))
         return resumed

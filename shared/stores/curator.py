@@ -26,10 +26,10 @@ from shared.models.curator import (
     TransitionPublic,
 )
 from shared.models.skills import SkillOrigin, SkillRecord
-from shared.models.turns import Turn, TurnStatus
+from shared.models.turns import PARKED_STATUSES, Turn, TurnStatus
 
 SUMMARY_CHARS = 240
-BUSY = (TurnStatus.queued.value, TurnStatus.running.value, TurnStatus.awaiting_approval.value)
+BUSY = (TurnStatus.queued.value, TurnStatus.running.value, *PARKED_STATUSES)
 
 
 def _insert(s: Session):

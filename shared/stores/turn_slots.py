@@ -19,11 +19,11 @@ from sqlmodel import Session, select
 from shared.clock import utcnow
 from shared.db import Database
 from shared.models.sessions import ChatSession
-from shared.models.turns import Turn, TurnStatus
+from shared.models.turns import PARKED_STATUSES, Turn, TurnStatus
 from shared.models.users import User
 
 RUNNING = TurnStatus.running.value
-PARKED = TurnStatus.awaiting_approval.value
+PARKED = PARKED_STATUSES
 QUEUED = TurnStatus.queued.value
 SCAN_SESSIONS = 200
 
@@ -80,10 +80,10 @@ _SENT = and_(Turn.status == QUEUED, Turn.enqueued_at.is_not(None))
 _SESSIONS_OF_USER = (
     select(Turn.session_id,
            func.sum(case((or_(Turn.status == RUNNING, _SENT), 1), else_=0)).label("held"),
-           func.max(case((Turn.status == PARKED, 1), else_=0)).label("parked"),
+           func.max(case((Turn.status.in_(PARKED), 1), else_=0)).label("parked"),
            func.min(case((_UNSENT, Turn.seq))).label("head"),
            func.min(case((_UNSENT, Turn.created_at))).label("since"))
-    .where(Turn.user_id == bindparam("user"), Turn.status.in_((RUNNING, PARKED, QUEUED)))
+    .where(Turn.user_id == bindparam("user"), Turn.status.in_((RUNNING, *PARKED, QUEUED)))
     .group_by(Turn.session_id)
 )
 # On the table, not the ORM entity: an ORM UPDATE (its session synchronisation, the entity it loads back) cost

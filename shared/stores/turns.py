@@ -22,12 +22,13 @@ from shared.db import Database
 from shared.errors import IdempotencyConflict, InvalidState, NotFound
 from shared.ids import new_id
 from shared.models.approvals import Approval, ApprovalStatus
+from shared.models.clarifications import Clarification, ClarificationStatus
 from shared.models.sessions import ChatSession, Message
-from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
+from shared.models.turns import PARKED_STATUSES, TERMINAL_STATUSES, Turn, TurnStatus
 from shared.stores.sessions import add_turn_messages
 from shared.stores.turn_slots import as_turn, lock_user, running_elsewhere, send_for_user, take_slots, users_waiting
 
-ACTIVE = (TurnStatus.running.value, TurnStatus.awaiting_approval.value)
+ACTIVE = (TurnStatus.running.value, *PARKED_STATUSES)
 
 
 def create_turn(
@@ -375,7 +376,7 @@ def request_cancel(db: Database, user_id: str, turn_id: str) -> Turn:
         if turn.status in {t.value for t in TERMINAL_STATUSES}:
             raise InvalidState(f"The turn is already {turn.status}.", code="turn_finished")
         turn.cancel_requested = True
-        if turn.status == TurnStatus.awaiting_approval.value:
+        if turn.status in PARKED_STATUSES:
             _cancel_parked(s, turn)  # no worker holds it: it ends here, its question denied
         elif turn.status == TurnStatus.queued.value:
             turn.status = TurnStatus.cancelled.value
@@ -390,8 +391,12 @@ def _cancel_parked(s: Session, turn: Turn) -> None:
     now = utcnow()
     s.execute(update(Approval).where(Approval.turn_id == turn.id, Approval.status == ApprovalStatus.pending.value)
               .values(status=ApprovalStatus.denied.value, decided_by="cancel", decided_at=now))
+    s.execute(update(Clarification).where(Clarification.turn_id == turn.id,
+                                          Clarification.status == ClarificationStatus.pending.value)
+              .values(status=ClarificationStatus.expired.value, answered_at=now))
+    waited_for = "an approval" if turn.status == TurnStatus.awaiting_approval.value else "an answer"
     turn.status, turn.finished_at = TurnStatus.cancelled.value, now
-    turn.error_code, turn.error_message = "cancelled", "Cancelled while waiting for an approval."
+    turn.error_code, turn.error_message = "cancelled", f"Cancelled while waiting for {waited_for}."
 
 
 def release_turn(db: Database, turn_id: str, worker_id: str) -> Turn | None:
@@ -428,7 +433,7 @@ def turns_to_resend(db: Database, *, requeue_after: float, lease_seconds: float,
     dead = now - timedelta(seconds=lease_seconds)
     busy_sessions = (
         select(Turn.session_id)
-        .where(or_(Turn.status == TurnStatus.awaiting_approval.value,
+        .where(or_(Turn.status.in_(PARKED_STATUSES),
                    and_(Turn.status.in_(ACTIVE), Turn.heartbeat_at >= dead)))
         .scalar_subquery()
     )

@@ -18,7 +18,7 @@ import pytest
 from services.cli.main import main as hstack
 from services.gateway.signing import sign
 from tests.fakes.callback import CallbackServer
-from tests.fakes.model import text
+from tests.fakes.model import text, tool_call
 from tests.support.gateway import gateway_env, start_gateway
 from tests.support.processes import Stack
 from tests.support.waiting import wait_until
@@ -89,6 +89,23 @@ def test_a_signed_request_gets_a_signed_reply_at_the_callback(stack, model):
                                     "turn_id": answer.json()["turn_id"]}
     finally:
         callback.stop()
+
+
+def test_a_webhook_turn_cannot_call_the_terminal(stack, model):
+    """Reproduction: a signed payload talks the model into `terminal`; the route was created without toolsets."""
+    model.on("disk usage", tool_call([("terminal", {"command": "touch pwned"})]), text("I could not run it."))
+    callback = CallbackServer().start()
+    try:
+        secret = create_route(stack, "ops", callback.url)
+        answer = post(stack, "ops", secret, {"text": "report disk usage", "chat_id": "c1"})
+        assert answer.status_code == 202
+        wait_until(lambda: callback.received, timeout=30, what="the callback")
+        assert json.loads(callback.received[0][1])["text"] == "I could not run it."
+    finally:
+        callback.stop()
+    asked = [r for r in model.requests if "report disk usage" in str(r.body)]
+    assert asked and all("terminal" not in {t["function"]["name"] for t in r.body.get("tools") or []} for r in asked)
+    assert "Unknown tool 'terminal'" in asked[-1].body["messages"][-1]["content"]
 
 
 def test_bad_signature_stale_timestamp_replay_size_are_refused(stack):

@@ -1,4 +1,5 @@
-"""Chat: the user's sessions newest first, a transcript, sending a message, the answer streamed, approvals.
+"""Chat: the user's sessions newest first, a transcript, sending a message, the answer streamed, approvals and
+the agent's questions (one button per choice).
 
 Everything goes through the API's own code: sessions and messages from the sessions store (another user's
 session is 404), a message through `accept_turn` (the same size rule, slots and enqueue), the live answer
@@ -21,10 +22,11 @@ from services.api.console.deps import ConsoleForm, ConsoleUser, redirect
 from services.api.console.render import render
 from services.api.console.transcript import Transcript
 from services.api.routes.approvals import decide_and_resume
+from shared.queue.turns import send_turn
 from services.api.routes.events import open_event_stream
 from shared.errors import HermesError, InvalidInput
 from shared.models.approvals import ApprovalScope
-from shared.stores import approvals, sessions, turns
+from shared.stores import approvals, clarifications, sessions, todos, turns
 
 router = APIRouter(include_in_schema=False)
 
@@ -47,8 +49,9 @@ def chat_session(request: Request, session_id: str, user: ConsoleUser):
     running = turns.open_turn(db, chat.id)
     transcript = Transcript.of(sessions.list_messages(db, chat.id), hide_turn=running.id if running else None)
     mine = approvals.for_turn(db, user.id, running.id) if running is not None else []
+    asked = [q for q in clarifications.list_pending(db, user.id) if running is not None and q.turn_id == running.id]
     return render(request, "chat_session.html", active="chat", chat=chat, transcript=transcript, running=running,
-                  pending=[a for a in mine if a.status == "pending"],
+                  pending=[a for a in mine if a.status == "pending"], questions=asked, plan=todos.items(db, chat.id),
                   settled=" ".join(a.id for a in mine if a.status != "pending"))
 
 
@@ -92,6 +95,23 @@ def decide(request: Request, approval_id: str, user: ConsoleUser, form: ConsoleF
         back = quote(form.get("session_id", ""), safe="")
         return refused(request, f"/chat/{back}#live" if back else "/chat", exc)
     return redirect(request, f"/chat/{approval.session_id}#live", DECIDED_TEXT[choice])
+
+
+@router.post("/chat/clarifications/{clarification_id}")
+def answer(request: Request, clarification_id: str, user: ConsoleUser, form: ConsoleForm):
+    """The agent's question answered with the pressed choice; its turn goes on."""
+    state = request.app.state
+    try:
+        answered = clarifications.answer(state.db, user.id, clarification_id, form.get("choice", ""))
+        if answered.resume is not None:
+            send_turn(state.enqueue, answered.resume.id, answered.resume.session_id,
+                      approval_id=answered.clarification.id)
+        answered.raise_conflict()
+    except HermesError as exc:
+        back = quote(form.get("session_id", ""), safe="")
+        return refused(request, f"/chat/{back}#live" if back else "/chat", exc)
+    row = answered.clarification
+    return redirect(request, f"/chat/{row.session_id}#live", f"Answered: {row.choice}")
 
 
 @router.get("/chat/turns/{turn_id}/events")

@@ -105,7 +105,7 @@ def create_webhook(request: Request, _owner: ConsoleOwner, form: ConsoleForm):
     try:
         body = parsed(WebhookCreate, form)
         user = users.find_user(db, body.user)
-        row = webhook_routes.create(db, body.name, user.id, body.callback_url, body.deliver)
+        row = webhook_routes.create(db, body.name, user.id, body.callback_url, body.deliver, body.toolsets)
     except ValidationError as exc:
         return _webhooks_page(request, status_code=422, flash=Flash(f"Not created: {invalid(exc)}", "alert"))
     except HermesError as exc:

@@ -56,7 +56,7 @@ def create_webhook(body: WebhookCreate, db: DbDep, settings: SettingsDep, _admin
     """A signed webhook route acting for `user`; the secret is in this answer only, with a warning when replies
     to its callback would be refused (a private, loopback or link-local address not in WEBHOOK_CALLBACK_ALLOW)."""
     user = users.find_user(db, body.user)
-    row = webhook_routes.create(db, body.name, user.id, body.callback_url, body.deliver)
+    row = webhook_routes.create(db, body.name, user.id, body.callback_url, body.deliver, body.toolsets)
     issued = WebhookIssued.model_validate(row, from_attributes=True)
     issued.warning = callback_targets.refusal(body.callback_url, settings.webhook_callback_allow)
     return issued

@@ -174,6 +174,9 @@ class TelegramPlatform:
     async def on_callback(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
         """A button press decides only for the approval's own user; anyone else's press changes nothing."""
         query = update.callback_query
+        if (query.data or "").startswith("cq:"):
+            await self.on_answer(query)
+            return
         parsed = ui.parse_callback(query.data or "")
         who = await self.bound_user(query.from_user, request_code=False)
         if parsed is None or isinstance(who, dict):
@@ -201,6 +204,32 @@ class TelegramPlatform:
             await message.reply_text(TRY_AGAIN)
         except TelegramError as exc:
             log.warning("telegram: could not say so either (%s)", type(exc).__name__)
+
+    async def on_answer(self, query) -> None:
+        """A question's button, answered as the presser's user: anyone else's press leaves the buttons in place."""
+        parsed = ui.parse_question_callback(query.data or "")
+        who = await self.bound_user(query.from_user, request_code=False)
+        choice = None if parsed is None or isinstance(who, dict) else await self._choice(who[0], *parsed)
+        if choice is None:
+            await query.answer("Not yours to answer, or already answered.")
+            return
+        try:
+            await self.gateway.api.answer(who[0], parsed[0], choice)
+        except ApiError as exc:
+            await query.answer(f"Not recorded ({exc.code}).")
+            return
+        await query.answer(f"Answered: {choice}"[:200])
+        if query.message is not None:
+            await query.edit_message_reply_markup(reply_markup=None)
+            text = getattr(query.message, "text", "") or ""
+            await query.edit_message_text(f"{text}\n\n→ {choice} ({who[1]})"[:TELEGRAM_LIMIT])
+
+    async def _choice(self, user_id: str, clarification_id: str, index: int) -> str | None:
+        """The choice at `index` of this user's open question; None when the question is not theirs or settled."""
+        pending = (await self.gateway.api.questions(user_id)).get("data") or []
+        asked = next((q for q in pending if q.get("id") == clarification_id), None)
+        choices = asked.get("choices") or [] if asked is not None else []
+        return choices[index] if index < len(choices) else None
 
     # -- delivery --------------------------------------------------------------------------------------------
 
@@ -246,6 +275,10 @@ class TelegramSurface:
         except TelegramError as exc:
             log.debug("preview not shown (%s)", type(exc).__name__)
         return ref
+
+    async def question(self, data: dict) -> None:
+        await self.platform.bot.send_message(self.chat_id, str(data.get("question", ""))[:TELEGRAM_LIMIT],
+                                             reply_markup=ui.question_keyboard(data))
 
     async def approval(self, data: dict) -> None:
         await self.platform.bot.send_message(self.chat_id, ui.approval_text(data),

@@ -54,6 +54,22 @@ def approval_text(data: dict) -> str:
     return f"Approval needed to run:\n{command}" + (f"\nWhy: {reason}" if reason else "")
 
 
+def question_keyboard(data: dict) -> InlineKeyboardMarkup:
+    """One button per choice; the callback carries the choice's index (Telegram allows 64 bytes)."""
+    qid = str(data.get("clarification_id", ""))
+    return InlineKeyboardMarkup([[InlineKeyboardButton(str(choice), callback_data=f"cq:{qid}:{i}")]
+                                 for i, choice in enumerate(data.get("choices") or [])])
+
+
+def parse_question_callback(data: str) -> tuple[str, int] | None:
+    """(clarification_id, choice index) from a question button's callback data."""
+    kind, _, rest = (data or "").partition(":")
+    qid, _, index = rest.rpartition(":")
+    if kind != "cq" or not qid or not index.isdigit():
+        return None
+    return qid, int(index)
+
+
 def parse_callback(data: str) -> tuple[str, str] | None:
     """(approval_id, once|session|deny) from a button's callback data."""
     kind, _, rest = (data or "").partition(":")

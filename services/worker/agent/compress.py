@@ -22,7 +22,7 @@ from shared.ops.logs import Redactor
 from shared.models.compactions import INEFFECTIVE, Compaction, CompactionOutcome
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn
-from shared.stores import sessions
+from shared.stores import sessions, todos
 from services.worker.agent import compress_prompt as words
 from services.worker.agent.compress_window import (
     CHARS_PER_TOKEN,
@@ -38,6 +38,7 @@ from services.worker.agent.context import TurnContext, pre_compress
 from services.worker.agent.history import build_history, to_wire
 from services.worker.agent.prompt import SystemPrompt, compose_system_prompt
 from services.worker.runtime import Runtime
+from services.worker.tools import todo as todo_tool
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +159,9 @@ class Compression:
 
     def apply(self, stored: list[Message], window: Window, body: str, fallback: bool) -> None:
         """Replace the working context if the summary frees anything; rebuild the system prompt with it."""
+        plan = todos.items(self.rt.db, self.session_id)
+        if plan:  # the plan survives as written, whatever the summary kept of it
+            body = f"{body}\n\n{todo_tool.rendered(plan)}"
         compaction = Compaction(
             session_id=self.session_id, head_through_id=window.head[-1].id if window.head else None,
             summarized_through_id=window.summarized_through(), summary=body, summary_role=summary_role(window),
@@ -184,7 +188,7 @@ class Compression:
 
     def rebuilt_prompt(self) -> SystemPrompt:
         """The session's system prompt built afresh, with a new memory snapshot."""
-        return compose_system_prompt(self.turn_run.session, self.rt.tools, self.rt.settings, utcnow().date(),
+        return compose_system_prompt(self.turn_run.session, self.turn_run.tools, self.rt.settings, utcnow().date(),
                                      self.rt.db)
 
     def summarise(self, window: Window) -> tuple[str, bool] | None:

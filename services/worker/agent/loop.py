@@ -7,7 +7,8 @@ hands back before its next model call (services/worker/shutdown.py).
 
 A command that needs a human's approval parks the turn (status `awaiting_approval`, no worker held);
 once decided, the turn is queued again and the next attempt continues from the parked tool call
-with the decision (`resume_parked`), then carries on as usual.
+with the decision (`resume_parked`), then carries on as usual. A `clarify` question parks the same way
+(status `awaiting_input`) and resumes with the user's choice, or "no answer" after CLARIFY_TIMEOUT_SECONDS.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from shared.llm import Cancelled, Completion, ToolCall
 from shared.ops.logs import session_id_var, turn_id_var
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn, TurnStatus
-from shared.stores import approvals, sessions, turns
+from shared.stores import approvals, clarifications, sessions, turns
 from services.worker.approval.checkpoint import Parked, TurnGate
 from services.worker.approval.guardian_call import model_guardian
 from services.worker.agent import compress
@@ -37,11 +38,13 @@ from services.worker.agent.outcome import (
     Outcome,
 )
 from services.worker.agent.prompt import compose_system_prompt
+from services.worker.agent.questions import AskParked, TurnQuestions
 from services.worker.agent.turn_start import turn_started
 from services.worker.agent.toolcalls import CallResult, ToolBatch
 from services.worker.runtime import Runtime
 from services.worker.shutdown import Released
-from services.worker.tools.registry import ToolContext
+from services.worker.tools.registry import ToolContext, ToolRegistry
+from services.worker.tools.toolsets import tools_for_session
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +85,7 @@ class TurnRun:
         self.start_after: int | None = None  # the newest message the transcript cache held then
         self.last_rows: list[dict[str, Any]] = []
         self.rows: list[Message] | None = None  # the turn's stored rows, once its history is loaded
+        self._tools: ToolRegistry | None = None
         self.usage: dict[str, Any] = {
             "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0,
             "iterations": 0,
@@ -99,6 +103,9 @@ class TurnRun:
         except Parked as parked:
             self.park(parked)
             return
+        except AskParked as parked:
+            self.park_question(parked)
+            return
         self.finish(outcome)
 
     def release(self) -> None:
@@ -115,7 +122,7 @@ class TurnRun:
         except ModelError as err:
             log.warning("turn failed: %s (%s)", err.message, err.code)
             return Outcome(TurnStatus.failed, error_code=err.code, error_message=err.message)
-        except (Released, Parked):
+        except (Released, Parked, AskParked):
             raise
         except Cancelled:
             if self.rt.shutdown.requested and not self.cancelled():
@@ -144,7 +151,7 @@ class TurnRun:
             if not budget.consume():
                 return self.summary_answer()
             self.usage["iterations"] = budget.used
-            completion = self.call(self.rt.tools.schemas() or None)
+            completion = self.call(self.tools.schemas() or None)
             if not completion.tool_calls:
                 return self.answer(completion.content)
             self.append([{"role": "assistant", "content": completion.content,
@@ -164,11 +171,18 @@ class TurnRun:
                                          self.begin if self.turn.attempts <= 1 else None)
         self.start_after = after
         session = self.start.session
-        if session.system_prompt is None:
-            prompt = compose_system_prompt(session, self.rt.tools, self.rt.settings, utcnow().date(), self.rt.db)
-            session = sessions.freeze_system_prompt(self.rt.db, session.id, prompt.text, prompt.known)
         self.session = session
-        return session.system_prompt
+        if session.system_prompt is None:
+            prompt = compose_system_prompt(session, self.tools, self.rt.settings, utcnow().date(), self.rt.db)
+            self.session = sessions.freeze_system_prompt(self.rt.db, session.id, prompt.text, prompt.known)
+        return self.session.system_prompt
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """The tools this turn's source may use (services/worker/tools/toolsets.py), worked out once."""
+        if self._tools is None:
+            self._tools = tools_for_session(self.rt.tools, self.rt.settings, self.rt.db, self.session)
+        return self._tools
 
     def begin(self, session: ChatSession) -> None:
         """The turn-start hooks, as soon as the session row is read (the rest of the turn's reads follow)."""
@@ -205,16 +219,27 @@ class TurnRun:
         The decision is taken once: an attempt that dies while running an approved command leaves it
         answered as interrupted for the next, never run twice.
         """
-        first = open_calls[0]
-        answer = approvals.answer_for(self.rt.db, self.turn.id, first["id"])
-        if answer is None or not approvals.take(self.rt.db, answer.id):
+        gate, questions = self.settled(open_calls[0]["id"])
+        if gate is None and questions is None:
             return False
-        log.info("resuming parked turn: approval %s was %s", answer.id, answer.status)
         calls = [ToolCall(c["id"], call_name(c), (c.get("function") or {}).get("arguments") or "") for c in open_calls]
         self.messages = []
-        ToolBatch(self.rt.tools, self.tool_context(), self.cancelled, self.gate({first["id"]: answer})).run(
-            calls, self.on_tool_result)
+        ToolBatch(self.tools, self.tool_context(), self.cancelled, gate or self.gate(),
+                  questions or TurnQuestions(self.turn)).run(calls, self.on_tool_result)
         return True
+
+    def settled(self, call_id: str) -> tuple[TurnGate | None, TurnQuestions | None]:
+        """What the turn parked on for this call, taken once: an approval's decision or a question's answer."""
+        answer = approvals.answer_for(self.rt.db, self.turn.id, call_id)
+        if answer is not None:
+            took = approvals.take(self.rt.db, answer.id)
+            log.info("resuming parked turn: approval %s was %s", answer.id, answer.status)
+            return (self.gate({call_id: answer}) if took else None), None
+        asked = clarifications.answer_for(self.rt.db, self.turn.id, call_id)
+        if asked is None or not clarifications.take(self.rt.db, asked.id):
+            return None, None
+        log.info("resuming parked turn: question %s was %s", asked.id, asked.status)
+        return None, TurnQuestions(self.turn, {call_id: asked})
 
     def gate(self, answers: dict | None = None) -> TurnGate:
         """The approval gate of this turn; the guardian is asked only in smart mode."""
@@ -236,6 +261,17 @@ class TurnRun:
         log.info("turn parked: approval %s awaits a decision", row.id)
         self.events.emit("approval.requested", {"approval_id": row.id, "command": row.command, "reason": row.reason,
                                                 "expires_at": row.expires_at.isoformat()})
+
+    def park_question(self, parked: AskParked) -> None:
+        """Commit the agent's question and leave the turn waiting for the answer (`awaiting_input`)."""
+        row = clarifications.park(self.rt.db, parked.question, self.rt.worker_id,
+                                  self.rt.settings.clarify_timeout_seconds, usage=self.usage)
+        if row is None:
+            log.warning("turn finished elsewhere: this worker lost its lease")
+            return
+        log.info("turn parked: question %s awaits an answer", row.id)
+        self.events.emit("clarify.requested", {"clarification_id": row.id, "question": row.question,
+                                               "choices": row.choices, "expires_at": row.expires_at.isoformat()})
 
     def add_turn_context(self, user_message: Message) -> None:
         """Fix, once, what the model is sent for this turn's user message (the text plus context blocks)."""
@@ -305,13 +341,14 @@ class TurnRun:
         """Execute one batch; results are stored and announced in call order."""
         for call in calls:
             self.events.emit("tool.started", {"id": call.id, "name": call.name, "arguments": call.arguments})
-        ToolBatch(self.rt.tools, self.tool_context(), self.cancelled, self.gate()).run(calls, self.on_tool_result)
+        ToolBatch(self.tools, self.tool_context(), self.cancelled, self.gate(), TurnQuestions(self.turn)).run(
+            calls, self.on_tool_result)
 
     def on_tool_result(self, result: CallResult) -> None:
         self.append([{"role": "tool", "content": result.content, "tool_call_id": result.id, "name": result.name}])
         self.events.emit("tool.completed", {"id": result.id, "name": result.name, "ok": result.ok})
         self.usage["tool_calls"] += 1
-        tool = result.name if result.name in self.rt.tools else "unknown"
+        tool = result.name if result.name in self.tools else "unknown"
         metrics.inc(self.rt.redis, "hstack_tool_calls_total", labels={"tool": tool})
 
     def keyed(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -34,6 +34,7 @@ from typing import Any, Callable
 from shared.errors import HermesError
 from shared.llm import ToolCall
 from services.worker.approval.checkpoint import CommandGate, Parked, UnattendedGate
+from services.worker.agent.questions import AskParked, TurnQuestions
 from services.worker.tools.registry import Tool, ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -156,11 +157,12 @@ class ToolBatch:
     """Executes one batch of calls for one turn."""
 
     def __init__(self, registry: ToolRegistry, ctx: ToolContext, cancelled: Callable[[], bool],
-                 gate: CommandGate | None = None) -> None:
+                 gate: CommandGate | None = None, questions: TurnQuestions | None = None) -> None:
         self.registry = registry
         self.ctx = ctx
         self.cancelled = cancelled
         self.gate = gate if gate is not None else UnattendedGate(ctx.settings, ctx.workspace)
+        self.questions = questions  # None: nobody to ask, the tool's own handler answers
 
     def run(self, calls: list[ToolCall], on_result: Callable[[CallResult], None]) -> list[CallResult]:
         """Run the calls; `on_result` sees each result in call order as soon as it and all before it are known."""
@@ -194,6 +196,8 @@ class ToolBatch:
 
     def _gated(self, p: PreparedCall, flush: Callable[[], None]) -> tuple[str, bool]:
         """Run the call, unless the approval gate refuses its command or parks the turn on it."""
+        if p.tool is not None and p.tool.asks_user and p.args is not None and self.questions is not None:
+            return self._asked(p, flush)
         if p.tool is None or p.tool.approval_command is None or p.args is None:
             return self._run_one(p)
         try:
@@ -210,6 +214,18 @@ class ToolBatch:
             return check.refusal or error_content("The command was refused."), False
         flush()  # every result before the parked call is handed out (and stored) first
         raise Parked(check.verdict)
+
+    def _asked(self, p: PreparedCall, flush: Callable[[], None]) -> tuple[str, bool]:
+        """A question to the user: its answer when settled, else the turn parks on it."""
+        try:
+            p.tool.check_arguments(p.args)
+            outcome = self.questions.check(p.call.id, p.args)
+        except HermesError as exc:
+            return error_content(exc.message), False
+        if isinstance(outcome, str):
+            return outcome, True
+        flush()  # every result before the question is handed out (and stored) first
+        raise AskParked(outcome)
 
     def _parallel(self, segment: list[PreparedCall]) -> dict[str, tuple[str, bool]]:
         outcomes: dict[str, tuple[str, bool]] = {}

@@ -17,11 +17,12 @@ from typing import Any, Callable
 from shared.llm import ToolCall
 from shared.models.reviews import CallOutcome, Review, ReviewCall
 from shared.files.skill_format import SKILL_FILE
-from shared.stores import reviews
+from shared.stores import reviews, sessions
 from services.worker.agent.toolcalls import ToolBatch
 from services.worker.runtime import Runtime
 from services.worker.tools.registry import ToolContext, ToolRegistry
 from services.worker.tools.skills import writing_as
+from services.worker.tools.toolsets import tools_for_session
 
 REVIEW_TOOLS = ("memory", "skills_list", "skill_view", "skill_manage")
 RESETS = {"memory": "memory", "skill_manage": "skill"}  # the counter a successful write resets
@@ -82,7 +83,8 @@ class ReviewCalls:
     def __init__(self, runtime: Runtime, review: Review, cancelled: Callable[[], bool]) -> None:
         self.rt = runtime
         self.review = review
-        self.offered = runtime.tools
+        self.offered = tools_for_session(runtime.tools, runtime.settings, runtime.db,
+                                         sessions.get_session(runtime.db, None, review.session_id))
         self.tools = review_tools(runtime.tools)
         self.cancelled = cancelled
         self.ctx = ToolContext(user_id=review.user_id, session_id=review.session_id, turn_id=review.id,

@@ -71,6 +71,10 @@ class Tool:
     # Seconds this call may run before its turn gives up on it; None: TOOL_TIMEOUT_SECONDS. For tools whose
     # arguments set their own time limit (terminal's `timeout`), so the batch never cuts them short.
     deadline: Callable[["ToolContext", dict[str, Any]], float] | None = None
+    # The call asks the user and waits (clarify): the batch parks the turn on it (agent/questions.py).
+    asks_user: bool = False
+    # Whether the stack can serve this tool under these settings (a backend configured); None: always.
+    available: Callable[[Settings], bool] | None = None
 
     def seconds_allowed(self, ctx: "ToolContext", args: dict[str, Any]) -> float:
         """How long the batch waits for this call."""
@@ -123,6 +127,15 @@ class ToolRegistry:
         """Register `tool` in `toolset` with its parallel rules (see Tool): how a batch may run it."""
         return self.register(replace(tool, toolset=toolset, read_only=read_only, path_arg=path_arg,
                                      exclusive=exclusive))
+
+    def offered(self, settings: Settings) -> "ToolRegistry":
+        """The tools these settings can serve: one the stack has no backend for is never shown to the model."""
+        return ToolRegistry(t for t in self._tools.values() if t.available is None or t.available(settings))
+
+    def narrowed(self, toolsets: Iterable[str]) -> "ToolRegistry":
+        """The read-only tools and those of `toolsets`: what a turn from a less trusted source may call."""
+        wanted = set(toolsets)
+        return ToolRegistry(t for t in self._tools.values() if t.read_only or t.toolset in wanted)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

@@ -34,6 +34,18 @@ def test_a_webhook_routes_owner_is_bound_too(client, db):
     assert client.get("/v1/sessions", headers=gw(owner.id)).status_code == 200
 
 
+def test_a_webhook_chat_is_a_webhook_session_and_a_telegram_chat_is_not(client, db):
+    """The worker narrows a turn's tools by its session's source: a webhook route's chat must say so."""
+    owner = make_user(db)
+    webhook_routes.create(db, f"r{secrets.token_hex(3)}", owner.id, None, None)
+    pairing.bind(db, "telegram", secrets.token_hex(4), owner.id, "O")
+    hook = client.post(f"/v1/gateway/users/{owner.id}/chats", json={"key": "webhook:deploys:-"}, headers=gw()).json()
+    chat = client.post(f"/v1/gateway/users/{owner.id}/chats", json={"key": "agent:main:telegram:dm:5"},
+                       headers=gw()).json()
+    sources = {s["id"]: s["source"] for s in client.get("/v1/sessions", headers=gw(owner.id)).json()["data"]}
+    assert (sources[hook["session_id"]], sources[chat["session_id"]]) == ("webhook", "gateway")
+
+
 def test_the_gateway_key_is_not_an_admin_key_nor_a_key_manager(client, db):
     bound = make_user(db)
     pairing.bind(db, "telegram", secrets.token_hex(4), bound.id)

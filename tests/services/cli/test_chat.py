@@ -125,3 +125,18 @@ def test_an_approval_request_is_shown_inline_and_answered_with_a_key(chat, model
                           f"  approve? [y] once  [s] for this session  [n] deny › {key}", f"    {verdict}"]
     assert lines[-1] == "Done here."
     assert gated == (["rm -r build-tmp"] if runs else [])
+
+
+def test_a_question_is_a_numbered_list_answered_with_a_number(chat, model):
+    """The agent's clarify question in `hstack chat`: its choices numbered, the number sends that choice."""
+    asking = {"question": "Which theme?", "choices": ["Light", "Dark"]}
+    model.on("theme it", tool_call([("clarify", asking)]), text("Dark it is."))
+
+    code, out, _ = chat("theme it", "7", "2")
+
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1:4] == ["  ? Which theme?", "    1. Light", "    2. Dark"]
+    assert lines[4:7] == ["  choose [1-2] › 7", "  choose [1-2] › 2", "    answered: Dark"]
+    assert lines[-1] == "Dark it is."
+    assert '{"answer": "Dark"}' in str(model.requests[-1].body)

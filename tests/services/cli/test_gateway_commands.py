@@ -59,8 +59,20 @@ def test_webhooks_create_prints_the_secret_once_then_list_and_delete(hstack):
     assert "Warning: Replies to this callback would be refused: 127.0.0.1 resolves to 127.0.0.1, a loopback" in out
     code_, out, _ = hstack("webhooks", "list")
     assert code_ == 0 and name in out and secret not in out
+    assert f"{name} " in out and "tools read-only\n" in out.split(name, 1)[1]
     assert hstack("webhooks", "delete", name)[0] == 0
     assert name not in hstack("webhooks", "list")[1]
+
+
+def test_a_route_created_with_toolsets_lists_them(hstack):
+    """A webhook route's turns get read-only tools unless its owner adds toolsets; the list says which."""
+    user = make_user(db())
+    name = f"ops{secrets.token_hex(3)}"
+    assert hstack("webhooks", "create", name, "--user", user.name, "--toolsets", "terminal,memory")[0] == 0
+    line = next(l for l in hstack("webhooks", "list")[1].splitlines() if l.startswith(name))
+    assert line.endswith("tools read-only+terminal+memory")
+    refused = hstack("webhooks", "create", f"x{name}", "--user", user.name, "--toolsets", "rm -rf")
+    assert refused[0] == 1
 
 
 def test_a_reply_that_finally_failed_shows_in_status(hstack):

@@ -102,3 +102,39 @@ def test_deciding_another_users_approval_is_not_found(signed_in):
     token = csrf_of(signed_in.get("/chat").text)
     response = signed_in.http.post("/chat/approvals/apr_nope", data={"csrf_token": token, "decision": "approve"})
     assert response.status_code == 404
+
+
+def test_the_agents_question_shows_a_button_per_choice_and_a_press_answers_it(signed_in, db, user, enqueued):
+    from shared.stores import clarifications
+    from shared.stores.clarifications import Question
+
+    chat = make_session(db, user.id)
+    turn, _ = turns.create_turn(db, user.id, chat.id, "theme my site")
+    turns.claim_next(db, chat.id, "worker@test:console", 30)
+    question = Question(user.id, chat.id, turn.id, "c1", "Which theme?", ("Light", f"Dark {SCRIPT}"))
+    asked = clarifications.park(db, question, "worker@test:console", 600)
+
+    page = signed_in.get(f"/chat/{chat.id}").text
+
+    assert "waits for your answer" in page and "Which theme?" in page
+    assert 'value="Light"' in page and "<script>document.title" not in page
+    stranger = signed_in.http.post("/chat/clarifications/clr_nope",
+                                   data={"csrf_token": csrf_of(page), "choice": "Light"})
+    assert stranger.status_code == 404
+    pressed = signed_in.post_form(f"/chat/{chat.id}", f"/chat/clarifications/{asked.id}",
+                                  {"choice": "Light", "session_id": chat.id})
+    assert pressed.status_code == 303
+    assert clarifications.list_pending(db, user.id) == []
+    assert [name for name, _, _ in enqueued.calls] == ["resume_turn"]
+
+
+def test_the_agents_plan_is_shown_with_each_items_status(signed_in, db, user):
+    from shared.stores import todos
+
+    chat = make_session(db, user.id)
+    todos.replace(db, chat.id, [{"id": "1", "content": "Find trains", "status": "completed"},
+                                {"id": "2", "content": f"Book {SCRIPT}", "status": "in_progress"}])
+
+    page = signed_in.get(f"/chat/{chat.id}").text
+
+    assert "The agent's plan" in page and "☑ Find trains" in page and "▶ Book &lt;script&gt;" in page

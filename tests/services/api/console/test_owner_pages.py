@@ -111,6 +111,7 @@ def test_a_webhook_route_is_added_with_its_secret_once_and_removed(owner: Browse
     assert added.status_code == 201 and 'data-testid="issued-secret"' in added.text
     listed = owner.get("/owner/webhooks").text
     assert f"/webhooks/{name}" in listed and "issued-secret" not in listed
+    assert "<td>read-only</td>" in listed  # its turns get no terminal and no memory writes
     assert "would be refused" not in added.text
     inside = owner.post_form("/owner/webhooks", "/owner/webhooks", {"name": f"in-{name}", "user": user.name,
                                                                     "callback_url": "http://169.254.169.254/x"})

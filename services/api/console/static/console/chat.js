@@ -72,6 +72,32 @@
     status.textContent = "The agent waits for your approval…";
   }
 
+  function questionAsked(data) {
+    if (settled.indexOf(data.clarification_id) >= 0 || document.getElementById("question-" + data.clarification_id)) { return; }
+    var token = document.querySelector('#send input[name="csrf_token"]');
+    var box = el("div", "approval");
+    box.id = "question-" + data.clarification_id;
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "The agent asks");
+    var p = el("p"); p.appendChild(el("strong", null, "The agent asks:")); p.appendChild(document.createTextNode(" " + data.question));
+    box.appendChild(p);
+    var form = el("form", "row");
+    form.method = "post";
+    form.action = "/chat/clarifications/" + encodeURIComponent(data.clarification_id);
+    [["csrf_token", token ? token.value : ""], ["session_id", live.dataset.session]].forEach(function (pair) {
+      var input = el("input"); input.type = "hidden"; input.name = pair[0]; input.value = pair[1];
+      form.appendChild(input);
+    });
+    (data.choices || []).forEach(function (choice, i) {
+      var b = button(choice, choice, i ? "secondary" : null);
+      b.name = "choice";
+      form.appendChild(b);
+    });
+    box.appendChild(form);
+    flow.appendChild(box);
+    status.textContent = "The agent waits for your answer…";
+  }
+
   var ENDINGS = {"turn.completed": "Answer complete.", "turn.failed": "The turn failed.", "turn.cancelled": "The turn was cancelled."};
   var source = new EventSource("/chat/turns/" + encodeURIComponent(live.dataset.turn) + "/events");
 
@@ -83,6 +109,7 @@
   on("tool.started", toolStarted);
   on("tool.completed", toolCompleted);
   on("approval.requested", approvalRequested);
+  on("clarify.requested", questionAsked);
   Object.keys(ENDINGS).forEach(function (type) {
     on(type, function (data) {
       source.close();

@@ -1,0 +1,35 @@
+"""Which tools a turn may use: those the settings can serve (a backend configured), by where its session came from.
+
+A chat, the OpenAI endpoint and the api get every offered tool. A signed webhook route acts for its owner on
+text an outside system sent, so its turns get the read-only tools (files read, searches, skills read, the
+web) and only the further toolsets WEBHOOK_TOOLSETS and the route's own `toolsets` name: no terminal and no
+memory writes by default.
+"""
+
+from __future__ import annotations
+
+from shared.config import Settings
+from shared.db import Database
+from shared.models.sessions import ChatSession
+from shared.stores import webhook_routes
+from services.worker.tools.registry import ToolRegistry
+
+WEBHOOK_SOURCE = "webhook"
+
+
+def toolset_names(raw: str) -> list[str]:
+    return [name.strip() for name in raw.split(",") if name.strip()]
+
+
+def tools_for_source(tools: ToolRegistry, source: str, settings: Settings, route_toolsets: str = "") -> ToolRegistry:
+    """The tools a turn of a session from `source` may see and call (`route_toolsets`: its webhook route's)."""
+    if source == WEBHOOK_SOURCE:
+        return tools.narrowed(toolset_names(settings.webhook_toolsets) + toolset_names(route_toolsets))
+    return tools
+
+
+def tools_for_session(tools: ToolRegistry, settings: Settings, db: Database, session: ChatSession) -> ToolRegistry:
+    """What a turn of `session` (and its review, which offers the same list) is offered: the tools these settings
+    can serve, narrowed by the session's source."""
+    route = webhook_routes.toolsets_of_session(db, session.id) if session.source == WEBHOOK_SOURCE else ""
+    return tools_for_source(tools.offered(settings), session.source, settings, route)

@@ -1,0 +1,1 @@
+"""Reading the web for the agent: safe fetches, readable text, search backends."""
