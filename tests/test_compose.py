@@ -305,6 +305,7 @@ SECRET_HOLDERS = {
     "CONSOLE_SECRET": {"api"},
     "GATEWAY_API_KEY": {"api", "gateway"},
     "LLM_API_KEY": {"worker", "reviewer"},
+    "BRAVE_SEARCH_API_KEY": {"worker", "reviewer"},
     "TELEGRAM_BOT_TOKEN": {"gateway"},
     "DATABASE_URL": {"migrate", "api", "worker", "reviewer", "curator"},
     "REDIS_URL": {"api", "worker", "reviewer", "curator"},

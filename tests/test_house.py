@@ -82,16 +82,19 @@ def test_importing_every_worker_module_installs_no_hooks():
 
 
 def test_the_call_list_registers_every_tool_module():
-    """Every Tool a tool module defines reaches the registry the worker runs with."""
+    """Every Tool any tool module defines reaches the registry the worker runs with, in a toolset."""
+    import importlib
+    import pkgutil
+
+    from services.worker import tools as package
     from services.worker.registrations import register_tools
-    from services.worker.tools import files, memory, patch, session_search, skills, terminal
     from services.worker.tools.registry import Tool
 
-    defined = {v.name for m in (files, memory, patch, session_search, skills, terminal)
-               for v in vars(m).values() if isinstance(v, Tool)}
+    modules = [importlib.import_module(f"{package.__name__}.{m.name}") for m in pkgutil.iter_modules(package.__path__)]
+    defined = {v.name for m in modules for v in vars(m).values() if isinstance(v, Tool)}
     registry = register_tools()
     assert defined == set(registry.names())
-    assert {tool.toolset for tool in registry} == {"files", "session_search", "memory", "skills", "terminal"}
+    assert all(tool.toolset for tool in registry)
 
 
 def test_one_module_puts_turns_on_the_queue():
