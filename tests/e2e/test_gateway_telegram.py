@@ -240,16 +240,16 @@ def test_a_strangers_button_press_creates_no_pairing_request(stack, telegram):
 
 def test_forget_asks_first_then_deletes_the_chats_conversation(stack, telegram, model):
     """Reproduction: Telegram had no way to delete a conversation; /forget answered with the help text."""
-    paired(stack, telegram, 5010, "Forgetful")
+    paired(stack, telegram, 5013, "Forgetful")
     model.on("my locker code is 4417", text("Noted the locker code."))
-    telegram.user_says(5010, "my locker code is 4417")
-    telegram.wait_text(5010, "Noted the locker code.")
-    telegram.user_says(5010, "/forget")
-    telegram.wait_text(5010, "Send /forget yes to confirm.")
-    telegram.user_says(5010, "/forget yes")
-    telegram.wait_text(5010, "Deleted this conversation (2 messages).")
+    telegram.user_says(5013, "my locker code is 4417")
+    telegram.wait_text(5013, "Noted the locker code.")
+    telegram.user_says(5013, "/forget")
+    telegram.wait_text(5013, "Send /forget yes to confirm.")
+    telegram.user_says(5013, "/forget yes")
+    telegram.wait_text(5013, "Deleted this conversation (2 messages).")
     model.on("what is my locker code", text("I do not know."))
-    telegram.user_says(5010, "what is my locker code")
-    telegram.wait_text(5010, "I do not know.")
+    telegram.user_says(5013, "what is my locker code")
+    telegram.wait_text(5013, "I do not know.")
     last = [r for r in model.requests if "what is my locker code" in str(r.body)][-1]
     assert "4417" not in str(last.body), "a new session: the forgotten messages are gone from the history"
