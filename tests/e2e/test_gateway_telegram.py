@@ -138,25 +138,25 @@ def test_an_approval_button_resumes_the_parked_turn_and_the_output_reaches_the_c
 def test_a_question_shows_buttons_another_users_press_is_refused_and_a_press_resumes_the_same_turn(
         stack, telegram, model):
     """Reproduction: the agent calls clarify in a Telegram chat; a stranger (paired as another user) presses first."""
-    paired(stack, telegram, 5010, "Asker")
-    paired(stack, telegram, 5011, "Stranger")
+    paired(stack, telegram, 5014, "Asker")
+    paired(stack, telegram, 5015, "Stranger")
     asking = {"question": "Which theme should the site use?", "choices": ["Light", "Dark"]}
     model.on("theme my site", tool_call([("clarify", asking)]), text("Dark theme applied."))
-    telegram.user_says(5010, "theme my site")
-    telegram.wait_text(5010, "Which theme")
+    telegram.user_says(5014, "theme my site")
+    telegram.wait_text(5014, "Which theme")
     shown = next(m for m in telegram.messages.values()
-                 if str(m["chat"]["id"]) == "5010" and m["text"].startswith("Which theme"))
+                 if str(m["chat"]["id"]) == "5014" and m["text"].startswith("Which theme"))
     buttons = [row[0] for row in shown["reply_markup"]["inline_keyboard"]]
     assert [b["text"] for b in buttons] == ["Light", "Dark"]
 
-    telegram.press(5011, shown["message_id"], buttons[1]["callback_data"], first_name="Stranger")
+    telegram.press(5015, shown["message_id"], buttons[1]["callback_data"], first_name="Stranger")
     wait_until(lambda: any(c.method == "answerCallbackQuery" and "Not yours" in str(c.params.get("text"))
                            for c in telegram.sent(method="answerCallbackQuery")) or None, what="the refusal")
     assert telegram.messages[shown["message_id"]]["reply_markup"], "a stranger's press leaves the buttons"
     assert not model_saw(model, "Dark theme applied") and not model_saw(model, '{"answer": "Dark"}')
 
-    telegram.press(5010, shown["message_id"], buttons[1]["callback_data"], first_name="Asker")
-    telegram.wait_text(5010, "Dark theme applied.")
+    telegram.press(5014, shown["message_id"], buttons[1]["callback_data"], first_name="Asker")
+    telegram.wait_text(5014, "Dark theme applied.")
     assert model_saw(model, '{"answer": "Dark"}')
     assert not telegram.messages[shown["message_id"]]["reply_markup"], "the answered question's buttons are removed"
 
