@@ -5,7 +5,8 @@
 - check_curation (hourly): one curate_skills per user whose curation pass is due;
 - curate_skills: that user's pass (stale / archived skills, backup, ledger), if still due;
 - sweep_expired: expire staged memory writes and orphaned turn event streams, end idle sessions;
-- end_session: a session a client ended (/new): the memory provider's on_session_end, once.
+- end_session: a session a client ended (/new): the memory provider's on_session_end, once;
+- tick_cron: settle ended runs of scheduled jobs, then start the due ones (services/curator/cron.py).
 
 `celery -A services.curator.tasks worker -B -Q curator` runs the beat (its schedule comes from
 shared.queue.schedule through the app config) and the worker that executes these tasks. Curation and
@@ -23,14 +24,14 @@ from typing import Callable
 from celery import signals
 from pydantic import BaseModel
 
-from services.curator import curate, expiry, session_end
+from services.curator import cron, curate, expiry, session_end
 from shared import clock, heartbeats
 from shared.config import Settings, get_settings
 from shared.db import get_database
 from shared.logs import setup_logging
 from shared.queue.app import enqueue, get_celery
 from shared.queue.names import (CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION, RUN_TURN, SWEEP_EXPIRED,
-                                SWEEP_TURNS)
+                                SWEEP_TURNS, TICK_CRON)
 from shared.queue.payloads import ReviewSession, RunTurn
 from shared.redis import get_redis
 from shared.stores import reviews, turns
@@ -106,6 +107,13 @@ def sweep_expired() -> dict:
 def end_session(session_id: str) -> bool:
     """A client ended the session: fire on_session_end unless it already ended."""
     return session_end.end_session(get_settings(), session_id)
+
+
+@app.task(name=TICK_CRON)
+def tick_cron() -> dict:
+    """Beat entry: one scheduled-jobs tick; returns how many runs it started, missed and settled."""
+    done = cron.tick(get_settings())
+    return {"started": done.started, "missed": done.missed, "settled": done.settled}
 
 
 def service_name() -> str:

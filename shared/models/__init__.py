@@ -2,6 +2,7 @@
 
 from shared.models.approvals import Approval
 from shared.models.compactions import Compaction
+from shared.models.cron import CronJob, CronRun
 from shared.models.curator import CuratorRun, CuratorState, CuratorTransition
 from shared.models.gateway import (GatewayChat, GatewayIdentity, OutboxItem, PairingLock, PairingRequest,
                                    WebhookRoute)
@@ -15,7 +16,7 @@ from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.models.users import ApiKey, User
 
 __all__ = [
-    "ApiKey", "Approval", "ChatSession", "Compaction", "CuratorRun", "CuratorState", "CuratorTransition",
+    "ApiKey", "Approval", "ChatSession", "Compaction", "CronJob", "CronRun", "CuratorRun", "CuratorState", "CuratorTransition",
     "GatewayChat", "GatewayIdentity", "ImportRecord", "OutboxItem", "PairingLock", "PairingRequest", "WebhookRoute",
     "MemorySnapshot", "MemoryStagedWrite", "Message", "MessageVector", "Review", "ReviewCall", "ReviewCounter",
     "SkillRecord", "SkillStagedWrite", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User",

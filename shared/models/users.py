@@ -16,6 +16,7 @@ class User(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=40)
     name: str = Field(unique=True, index=True, max_length=64)
+    timezone: str | None = Field(default=None, max_length=64)  # IANA name; None: the server's
     created_at: datetime = created_at_field()
 
 

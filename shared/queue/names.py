@@ -8,6 +8,7 @@ CHECK_CURATION = "check_curation"
 CURATE_SKILLS = "curate_skills"
 SWEEP_EXPIRED = "sweep_expired"
 END_SESSION = "end_session"
+TICK_CRON = "tick_cron"
 
 QUEUE_TURNS = "turns"
 QUEUE_REVIEW = "review"
@@ -23,4 +24,5 @@ ROUTES = {
     CURATE_SKILLS: {"queue": QUEUE_CURATOR},
     SWEEP_EXPIRED: {"queue": QUEUE_CURATOR},
     END_SESSION: {"queue": QUEUE_CURATOR},
+    TICK_CRON: {"queue": QUEUE_CURATOR},
 }
