@@ -102,9 +102,9 @@ async def user_for_key(cache: AuthCache, db: Database, key: str) -> User | None:
     return user
 
 
-# What the gateway does for a chat: turns and their events, approvals, and reading memory and skills.
+# What the gateway does for a chat: turns and their events, approvals, reading memory and skills, scheduled jobs.
 GATEWAY_ROUTES = (("/v1/sessions", None), ("/v1/turns/", None), ("/v1/approvals", None),
-                  ("/v1/memory", "GET"), ("/v1/skills", "GET"))
+                  ("/v1/memory", "GET"), ("/v1/skills", "GET"), ("/v1/cron/jobs", None))
 
 
 def gateway_may(method: str, path: str) -> bool:

@@ -33,6 +33,7 @@ from services.api.routes import reviews as review_routes
 from services.api.routes import curator as curator_routes
 from services.api.routes import gateway as gateway_routes
 from services.api.routes import gateway_admin
+from services.api.routes import cron as cron_routes
 from services.api.stream_slots import StreamSlots
 from shared import heartbeats
 from shared.config import Settings, get_settings
@@ -47,7 +48,8 @@ HEARTBEAT_SECONDS = 10.0
 ROUTERS = (health.router, users.router, sessions.router, turns.router, events.router,
            chat_completions.router, admin.router, memory_routes.router, skills_routes.router,
            search_routes.router, review_routes.router, curator_routes.router, key_routes.router,
-           metrics_routes.router, gateway_routes.router, gateway_admin.router, approval_routes.router)
+           metrics_routes.router, gateway_routes.router, gateway_admin.router, approval_routes.router,
+           cron_routes.router)
 
 
 async def _announce_forever(settings: Settings) -> None:

@@ -48,7 +48,9 @@ def claim_due(db: Database, now: datetime, *, limit: int, grace_seconds: float, 
                  .order_by(CronJob.next_run_at).limit(limit))
         if s.get_bind().dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
-        for job in list(s.exec(query)):
+        # One user's row is locked by each run's turn (its free slots): taking users in one order means two
+        # ticks wait for each other instead of deadlocking.
+        for job in sorted(s.exec(query), key=lambda j: (j.user_id, j.id)):
             _claim_one(s, job, now, grace_seconds, max_running, claimed)
     return claimed
 
@@ -93,7 +95,7 @@ def run_now(db: Database, user_id: str, job_id: str, now: datetime, *, max_runni
     """One run of the job at once (its schedule unchanged); another user's job is NotFound."""
     claimed = Claimed()
     with db.write() as s:
-        job = s.get(CronJob, job_id)
+        job = s.get(CronJob, job_id, with_for_update=True)  # a tick claiming it at once skips or waits for it
         if job is None or job.user_id != user_id:
             raise NotFound("No such scheduled job.", code="cron_job_not_found")
         run = CronRun(id=new_id("crun"), job_id=job.id, user_id=user_id, due_at=now, started_at=now)
