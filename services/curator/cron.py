@@ -18,8 +18,7 @@ from shared import clock
 from shared.config import Settings
 from shared.db import get_database
 from shared.queue.app import enqueue
-from shared.queue.names import RUN_TURN
-from shared.queue.payloads import RunTurn
+from shared.queue.turns import send_turn
 from shared.stores import cron_runs
 
 log = logging.getLogger(__name__)
@@ -42,7 +41,8 @@ def tick(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) -
         claimed = cron_runs.claim_due(db, clock.utcnow(), limit=settings.cron_claim_batch,
                                       grace_seconds=settings.cron_grace_seconds,
                                       max_running=settings.max_running_turns_per_user)
-        send_turns(send, claimed.send)
+        for turn in claimed.send:
+            send_turn(send, turn.id, turn.session_id)
         done.started += len(claimed.started)
         done.missed += len(claimed.missed)
         if len(claimed.started) + len(claimed.missed) < settings.cron_claim_batch:
@@ -50,12 +50,3 @@ def tick(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) -
     if done.started or done.missed or done.settled:
         log.info("cron tick: %d run(s) started, %d missed, %d settled", done.started, done.missed, done.settled)
     return done
-
-
-def send_turns(send: Callable[[str, BaseModel], None], turns) -> None:
-    """Send each turn's id; a broker failure is logged, and the turn sweep re-sends it."""
-    for turn in turns:
-        try:
-            send(RUN_TURN, RunTurn(turn_id=turn.id, session_id=turn.session_id))
-        except Exception as exc:  # any broker failure: the row is committed, the sweep re-sends it
-            log.warning("could not enqueue scheduled turn %s (%s)", turn.id, type(exc).__name__)
