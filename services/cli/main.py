@@ -14,6 +14,7 @@ from services.cli import skills as skills_cmd
 from services.cli import curator as curator_cmd
 from services.cli import search as search_cmd
 from services.cli import reviews as reviews_cmd
+from services.cli import cron as cron_cmd
 from services.cli.client import ApiClient, CliError, admin_key, base_url, user_key
 
 # Commands that act for one user through the api with that user's key: name -> run(client, args, out).
@@ -23,6 +24,7 @@ USER_COMMANDS = {
     "search": search_cmd.run,
     "curator": curator_cmd.run_api,
     "reviews": reviews_cmd.run,
+    "cron": cron_cmd.run,
 }
 
 # Commands that act on this machine directly (its database, DATA_DIR, Redis): name -> run(args, out).
@@ -79,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     curator_cmd.add_parser(commands, client)
     search_cmd.add_parser(commands, client)
     reviews_cmd.add_parser(commands, client)
+    cron_cmd.add_parser(commands, client)
     gateway_admin.add_parsers(commands, client)
     importer.add_parser(commands)
     logs.add_parser(commands)

@@ -1,0 +1,32 @@
+"""`hstack cron` against a live api, with a user's key."""
+
+from __future__ import annotations
+
+from tests.support.factories import make_user
+
+
+def test_create_list_pause_resume_run_runs_and_remove(hstack, db):
+    user = make_user(db)
+    code, out, _ = hstack("cron", "create", "every 2h", "Check the news", "--name", "news", "--key", user.key)
+    assert code == 0
+    job_id = out.split()[0]
+    assert "active" in out and "'every 2h' -> none  news" in out
+
+    code, out, _ = hstack("cron", "list", "--key", user.key)
+    assert code == 0 and out.startswith(job_id) and out.count("\n") == 1
+    assert "paused" in hstack("cron", "pause", job_id, "--key", user.key)[1]
+    assert "active" in hstack("cron", "resume", job_id, "--key", user.key)[1]
+
+    code, out, _ = hstack("cron", "run", job_id, "--key", user.key)
+    assert code == 0 and out.startswith("started run ")
+    code, out, _ = hstack("cron", "runs", job_id, "--key", user.key)
+    assert code == 0 and "running" in out
+
+    assert hstack("cron", "remove", job_id, "--key", user.key)[1] == f"removed {job_id}\n"
+    assert hstack("cron", "list", "--key", user.key)[1] == "No scheduled jobs.\n"
+
+
+def test_a_bad_schedule_is_an_error_not_a_traceback(hstack, db):
+    user = make_user(db)
+    code, _, err = hstack("cron", "create", "whenever", "p", "--key", user.key)
+    assert code != 0 and "invalid_schedule" in err
