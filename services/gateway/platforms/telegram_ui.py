@@ -12,9 +12,11 @@ COMMANDS = {
     "skills": "the skills the agent has",
     "approve": "approve the pending command (/approve session: for this session)",
     "deny": "deny the pending command",
+    "cron": "your scheduled jobs (/cron pause|resume|run|remove ID)",
     "whoami": "who you are here",
     "help": "these commands",
 }
+CRON_ACTIONS = {"pause": {"status": "paused"}, "resume": {"status": "active"}, "run": None, "remove": None}
 DECISIONS = {"once": ("approve", "once", "approved once"), "session": ("approve", "session", "approved for the session"),
              "deny": ("deny", "once", "denied")}
 
@@ -75,3 +77,12 @@ def skills_text(listing: dict) -> str:
     if not skills:
         return "No skills yet."
     return "Skills:\n" + "\n".join(f"• {s['name']} — {s.get('description', '')[:80]}" for s in skills[:50])
+
+
+def cron_text(jobs: list[dict]) -> str:
+    """The user's scheduled jobs: id, status, schedule, next run and last outcome."""
+    if not jobs:
+        return "No scheduled jobs. Ask me, e.g. \"remind me in 20 minutes to call mum\"."
+    lines = [f"• {j['name'][:60]} — {j['schedule']} ({j['status']}); next {(j['next_run_at'] or '-')[:16]}; "
+             f"last {j['last_status'] or '-'}\n  id {j['id']}" for j in jobs[:30]]
+    return "Scheduled jobs:\n" + "\n".join(lines)
