@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import func, update
+from sqlalchemy import bindparam, func, update
 from sqlmodel import Session, select
 
 from shared.cron import outcome as outcomes
@@ -25,6 +25,7 @@ from shared.models.cron import CronJob, CronRun
 from shared.models.gateway import OutboxItem
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.models.users import User
+from shared.stores.turn_slots import take_slots
 from shared.stores.turns import add_turn
 
 REFUSING_RULES = ("hardline", "deny_list", "guardian", "unattended")
@@ -50,24 +51,32 @@ def claim_due(db: Database, now: datetime, *, limit: int, grace_seconds: float, 
             query = query.with_for_update(skip_locked=True)
         # One user's row is locked by each run's turn (its free slots): taking users in one order means two
         # ticks wait for each other instead of deadlocking.
-        for job in sorted(s.exec(query), key=lambda j: (j.user_id, j.id)):
-            _claim_one(s, job, now, grace_seconds, max_running, claimed)
+        jobs = sorted(s.exec(query), key=lambda j: (j.user_id, j.id))
+        zones = dict(s.exec(select(User.id, User.timezone).where(User.id.in_({j.user_id for j in jobs}))).all())
+        for job in jobs:
+            _claim_one(s, job, zones.get(job.user_id), now, grace_seconds, claimed)
+        s.add_all(claimed.started + claimed.missed)
+        _send_for(s, claimed, max_running)
     return claimed
 
 
-def _claim_one(s: Session, job: CronJob, now: datetime, grace_seconds: float, max_running: int,
+def _send_for(s: Session, claimed: Claimed, max_running: int) -> None:
+    """The turns the users' free slots let go now, one slot decision per user (in user order, see above)."""
+    for user_id in sorted({run.user_id for run in claimed.started}):
+        claimed.send.extend(take_slots(s, user_id, max_running))
+
+
+def _claim_one(s: Session, job: CronJob, user_zone: str | None, now: datetime, grace_seconds: float,
                claimed: Claimed) -> None:
     due = job.next_run_at
-    tz = schedules.zone(job.timezone or _user_zone(s, job.user_id))
+    tz = schedules.zone(job.timezone or user_zone)
     parsed = schedules.parse(job.schedule, due, tz)
     following = schedules.next_run(parsed, due, now, tz)
     status = "active" if following is not None else "done"
     late = max(0.0, (now - due).total_seconds())
     missed = parsed.kind == "once" and late > grace_seconds
-    taken = s.execute(update(CronJob).where(CronJob.id == job.id, CronJob.status == "active",
-                                            CronJob.next_run_at == due)
-                      .values(next_run_at=following, status=status, last_run_at=now,
-                              last_status="missed" if missed else "running")).rowcount
+    taken = s.execute(_TAKE_SLOT, {"job": job.id, "seen": due, "next": following, "status": status, "now": now,
+                                   "last": "missed" if missed else "running"}).rowcount
     if taken != 1:
         return  # another tick took this slot first
     run = CronRun(id=new_id("crun"), job_id=job.id, user_id=job.user_id, due_at=due, started_at=now,
@@ -77,18 +86,23 @@ def _claim_one(s: Session, job: CronJob, now: datetime, grace_seconds: float, ma
         run.delivery_id = _deliver(s, job, run, now)
         claimed.missed.append(run)
     else:
-        _start(s, job, run, max_running, claimed)
-    s.add(run)
-    s.flush()
+        _start(s, job, run, claimed)
 
 
-def _start(s: Session, job: CronJob, run: CronRun, max_running: int, claimed: Claimed) -> None:
+# A Core statement: the ORM's UPDATE would match it against every job the batch loaded (half the tick's time).
+_JOBS = CronJob.__table__
+_TAKE_SLOT = (update(_JOBS).where(_JOBS.c.id == bindparam("job"), _JOBS.c.status == "active",
+                                  _JOBS.c.next_run_at == bindparam("seen"))
+              .values(next_run_at=bindparam("next"), status=bindparam("status"), last_run_at=bindparam("now"),
+                      last_status=bindparam("last")))
+
+
+def _start(s: Session, job: CronJob, run: CronRun, claimed: Claimed) -> None:
     """The run's turn, unattended, in the job's own session (never behind the user's open chat turn)."""
-    turn, sent = add_turn(s, job.user_id, job.session_id, _turn_input(job, run.due_at, run.late_by_seconds),
-                          max_running=max_running, interactive=False, max_iterations=job.max_iterations)
+    turn, _ = add_turn(s, job.user_id, job.session_id, _turn_input(job, run.due_at, run.late_by_seconds),
+                       interactive=False, max_iterations=job.max_iterations)
     run.turn_id = turn.id
     claimed.started.append(run)
-    claimed.send.extend(sent)
 
 
 def run_now(db: Database, user_id: str, job_id: str, now: datetime, *, max_running: int) -> Claimed:
@@ -99,15 +113,11 @@ def run_now(db: Database, user_id: str, job_id: str, now: datetime, *, max_runni
         if job is None or job.user_id != user_id:
             raise NotFound("No such scheduled job.", code="cron_job_not_found")
         run = CronRun(id=new_id("crun"), job_id=job.id, user_id=user_id, due_at=now, started_at=now)
-        _start(s, job, run, max_running, claimed)
+        _start(s, job, run, claimed)
         job.last_run_at, job.last_status = now, "running"
         s.add_all([run, job])
+        _send_for(s, claimed, max_running)
     return claimed
-
-
-def _user_zone(s: Session, user_id: str) -> str | None:
-    user = s.get(User, user_id)
-    return user.timezone if user is not None else None
 
 
 def _turn_input(job: CronJob, due: datetime, late: float) -> str:
