@@ -38,6 +38,15 @@ def _zone(s, job: CronJob):
     return schedules.zone(job.timezone or (user.timezone if user is not None else None))
 
 
+def _first_run(s, job: CronJob):
+    """When the job is first due from now; a time already past is refused (it could only be missed)."""
+    now = utcnow()
+    first = schedules.parse(job.schedule, now, _zone(s, job)).first
+    if first <= now:
+        raise InvalidInput("That time has already passed.", code="invalid_schedule")
+    return first
+
+
 def _check_deliver(s, user_id: str, deliver: str) -> None:
     """A job delivers only to its user's own chats and webhook routes."""
     kind, _, dest = deliver.partition(":")
@@ -66,7 +75,7 @@ def create(db: Database, user_id: str, body: JobCreate, *, origin_session: str |
                   timezone=body.timezone, max_iterations=body.max_iterations, timeout_seconds=body.timeout_seconds)
     with db.read() as s:
         _check_deliver(s, user_id, deliver)
-        job.next_run_at = schedules.parse(job.schedule, utcnow(), _zone(s, job)).first
+        job.next_run_at = _first_run(s, job)
     session = sessions.create_session(db, user_id, title=f"cron: {job.name}"[:200], source="cron")
     job.session_id = session.id
     with db.write() as s:
@@ -107,7 +116,7 @@ def update(db: Database, user_id: str, job_id: str, body: JobUpdate) -> CronJob:
         for name, value in changes.items():
             setattr(job, name, value)
         if "schedule" in changes or "timezone" in changes or resumed:
-            job.next_run_at = schedules.parse(job.schedule, utcnow(), _zone(s, job)).first
+            job.next_run_at = _first_run(s, job)
             job.status = changes.get("status") or "active"
         s.add(job)
     return job

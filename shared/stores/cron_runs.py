@@ -18,7 +18,7 @@ from sqlmodel import Session, select
 from shared.cron import outcome as outcomes
 from shared.cron import schedule as schedules
 from shared.db import Database
-from shared.errors import NotFound
+from shared.errors import InvalidInput, NotFound
 from shared.ids import new_id
 from shared.models.approvals import Approval, ApprovalStatus
 from shared.models.cron import CronJob, CronRun
@@ -69,9 +69,12 @@ def _send_for(s: Session, claimed: Claimed, max_running: int) -> None:
 def _claim_one(s: Session, job: CronJob, user_zone: str | None, now: datetime, grace_seconds: float,
                claimed: Claimed) -> None:
     due = job.next_run_at
-    tz = schedules.zone(job.timezone or user_zone)
-    parsed = schedules.parse(job.schedule, due, tz)
-    following = schedules.next_run(parsed, due, now, tz)
+    try:
+        tz = schedules.zone(job.timezone or user_zone)
+        parsed = schedules.parse(job.schedule, due, tz)
+        following = schedules.next_run(parsed, due, now, tz)
+    except InvalidInput as exc:  # a zone the server no longer knows: this job stops, the others run
+        return _unreadable(s, job, now, exc.message, claimed)
     status = "active" if following is not None else "done"
     late = max(0.0, (now - due).total_seconds())
     missed = parsed.kind == "once" and late > grace_seconds
@@ -87,6 +90,17 @@ def _claim_one(s: Session, job: CronJob, user_zone: str | None, now: datetime, g
         claimed.missed.append(run)
     else:
         _start(s, job, run, claimed)
+
+
+def _unreadable(s: Session, job: CronJob, now: datetime, why: str, claimed: Claimed) -> None:
+    """Pause a job whose schedule can no longer be read, with a failed run that says why."""
+    taken = s.execute(_TAKE_SLOT, {"job": job.id, "seen": job.next_run_at, "next": None, "status": "paused",
+                                   "now": now, "last": "failed"}).rowcount
+    if taken == 1:
+        run = CronRun(id=new_id("crun"), job_id=job.id, user_id=job.user_id, due_at=job.next_run_at, started_at=now,
+                      finished_at=now, status="failed", error=f"the job was paused: {why}")
+        run.delivery_id = _deliver(s, job, run, now)
+        claimed.missed.append(run)
 
 
 # A Core statement: the ORM's UPDATE would match it against every job the batch loaded (half the tick's time).

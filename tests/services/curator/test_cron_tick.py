@@ -194,3 +194,30 @@ def test_a_job_delivers_only_to_its_own_users_chats(db, settings):
         cron_jobs.create(db, stranger.id, JobCreate(schedule="every 1h", prompt="spam", deliver=theirs.deliver))
     with pytest.raises(InvalidInput):
         cron_jobs.create(db, stranger.id, JobCreate(schedule="every 1h", prompt="spam", deliver="webhook:nope"))
+
+
+def test_a_job_whose_zone_became_unreadable_is_paused_and_says_why_while_the_others_run(db, settings):
+    """Reproduction: one job's stored zone no longer known made every tick fail, so no job ran at all."""
+    from sqlalchemy import update as sql_update
+
+    user = make_user(db)
+    broken = telegram_job(db, user.id, "every 1h", timezone="Europe/Paris")
+    fine = cron_jobs.create(db, user.id, JobCreate(schedule="every 1h", prompt="still runs"))
+    with db.write() as s:
+        s.execute(sql_update(CronJob).where(CronJob.id == broken.id).values(timezone="Atlantis/Capital"))
+    with clock.travel(timedelta(hours=1, seconds=5)):
+        tick(settings, lambda *_: None)
+    assert [r.status for r in runs_of(db, fine.id)] == ["running"]
+    [run] = runs_of(db, broken.id)
+    assert run.status == "failed" and "Atlantis/Capital" in run.error
+    assert cron_jobs.get(db, user.id, broken.id).status == "paused"
+    assert "failed: the job was paused" in outbox_of(db, user.id)[0].text
+
+
+def test_a_one_time_job_in_the_past_is_refused(db):
+    import pytest
+
+    from shared.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        cron_jobs.create(db, make_user(db).id, JobCreate(schedule="2020-01-01T07:00", prompt="too late"))
