@@ -26,6 +26,8 @@ def add_parser(commands, client_options: list[argparse.ArgumentParser]) -> None:
     create.add_argument("--deliver", help="none (default), telegram:<chat id> or webhook:<route>")
     create.add_argument("--skill", help="a skill each run loads first")
     create.add_argument("--timezone", help="IANA zone of the schedule (default: yours, else the server's)")
+    create.add_argument("--allow", action="append", help="a dangerous-command kind its unattended runs may run "
+                        "(the approval gate's words, e.g. 'recursive delete'); repeatable")
     for action, text in (("pause", "stop a job's runs"), ("resume", "start a paused job again"),
                          ("remove", "forget a job and its runs"), ("run", "run a job once now"),
                          ("runs", "a job's runs, newest first, with their outcome")):
@@ -39,7 +41,7 @@ def run(client: ApiClient, args: argparse.Namespace, out: TextIO) -> int:
         for job in jobs:
             out.write(_job_line(job))
     elif args.action == "create":
-        body = {k: getattr(args, k) for k in ("schedule", "prompt", "name", "deliver", "skill", "timezone")
+        body = {k: getattr(args, k) for k in ("schedule", "prompt", "name", "deliver", "skill", "timezone", "allow")
                 if getattr(args, k) is not None}
         out.write(_job_line(client.post(JOBS, body)))
     elif args.action in ("pause", "resume"):

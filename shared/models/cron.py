@@ -4,13 +4,14 @@ each run is one turn of that session, with its real outcome and where its answer
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StringConstraints
 from pydantic import Field as PydanticField
 from sqlalchemy import Column, Index, Text
 from sqlmodel import Field, SQLModel
 
-from shared.models.base import created_at_field, time_field
+from shared.models.base import created_at_field, json_field, time_field
 
 JOB_STATUSES = ("active", "paused", "done")
 RUN_STATUSES = ("running", "completed", "failed", "refused", "missed")
@@ -36,6 +37,8 @@ class CronJob(SQLModel, table=True):
     status: str = Field(default="active", max_length=16)
     max_iterations: int | None = Field(default=None)
     timeout_seconds: float | None = Field(default=None)
+    # dangerous-command kinds (the approval gate's words, e.g. "recursive delete") its unattended runs may run
+    allow: list[str] = json_field(list)
     next_run_at: datetime | None = time_field()
     last_run_at: datetime | None = time_field()
     last_status: str | None = Field(default=None, max_length=16)
@@ -76,6 +79,8 @@ class JobFields(BaseModel):
     timezone: str | None = PydanticField(default=None, min_length=1, max_length=64)
     max_iterations: int | None = PydanticField(default=None, ge=1, le=500)
     timeout_seconds: float | None = PydanticField(default=None, ge=10, le=86_400)
+    allow: list[Annotated[str, StringConstraints(min_length=1, max_length=120)]] | None = PydanticField(
+        default=None, max_length=20)
 
 
 class JobCreate(JobFields):
@@ -98,6 +103,7 @@ class JobPublic(BaseModel):
     status: str
     max_iterations: int | None
     timeout_seconds: float | None
+    allow: list[str]
     next_run_at: datetime | None
     last_run_at: datetime | None
     last_status: str | None

@@ -72,7 +72,8 @@ def create(db: Database, user_id: str, body: JobCreate, *, origin_session: str |
         deliver = origin_of(db, origin_session)
     job = CronJob(id=new_id("cron"), user_id=user_id, session_id="", name=body.name or body.prompt[:60],
                   schedule=body.schedule, prompt=body.prompt, deliver=deliver, skill=body.skill,
-                  timezone=body.timezone, max_iterations=body.max_iterations, timeout_seconds=body.timeout_seconds)
+                  timezone=body.timezone, max_iterations=body.max_iterations, timeout_seconds=body.timeout_seconds,
+                  allow=body.allow or [])
     with db.read() as s:
         _check_deliver(s, user_id, deliver)
         job.next_run_at = _first_run(s, job)
@@ -132,3 +133,10 @@ def remove(db: Database, user_id: str, job_id: str) -> None:
     with db.write() as s:
         s.execute(delete(CronRun).where(CronRun.job_id == job_id))
         s.execute(delete(CronJob).where(CronJob.id == job_id, CronJob.user_id == user_id))
+
+
+def allowed(db: Database, session_id: str) -> frozenset[str]:
+    """The dangerous-command kinds the owner allowed the job whose session this is (none for other sessions)."""
+    with db.read() as s:
+        allow = s.exec(select(CronJob.allow).where(CronJob.session_id == session_id)).first()
+    return frozenset(allow or ())

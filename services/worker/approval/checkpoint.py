@@ -17,7 +17,7 @@ from shared.config import Settings
 from shared.db import Database
 from shared.models.approvals import Approval, ApprovalStatus
 from shared.models.turns import Turn
-from shared.stores import approvals
+from shared.stores import approvals, cron_jobs
 from shared.stores.approvals import Verdict
 
 from .gate import Decision, decide, deny_patterns
@@ -108,6 +108,11 @@ class TurnGate:
         self.guardian = guardian
         self.answers = answers or {}
 
+    def approved(self) -> frozenset[str]:
+        """What this session's approvals allow; an unattended turn adds what its scheduled job's owner allowed."""
+        keys = approvals.session_keys(self.db, self.turn.session_id)
+        return keys if self.turn.interactive else keys | cron_jobs.allowed(self.db, self.turn.session_id)
+
     def check(self, call_id: str, tool: str, command: str) -> Check:
         answer = self.answers.pop(call_id, None)
         if answer is not None:
@@ -115,7 +120,7 @@ class TurnGate:
                 return Check("run")
             return Check("refuse", refusal_for_answer(answer, self.settings.approval_timeout_seconds))
         decision = _decide(self.settings, command, guardian=self.guardian, interactive=self.turn.interactive,
-                           session_approved=approvals.session_keys(self.db, self.turn.session_id))
+                           session_approved=self.approved())
         verdict = Verdict(user_id=self.turn.user_id, session_id=self.turn.session_id, turn_id=self.turn.id,
                           tool_call_id=call_id, command=command, reason=decision.reason, rule=decision.rule,
                           key=decision.key)

@@ -21,6 +21,7 @@ from services.worker.tools.registry import Tool, ToolContext, register
 
 ACTIONS = ("create", "list", "update", "pause", "resume", "remove", "run")
 FIELDS = ("schedule", "prompt", "deliver", "name", "skill", "timezone", "max_iterations", "timeout_seconds")
+# `allow` is the owner's to set (API, CLI, console): the agent may not widen what its own unattended runs may do.
 
 
 def cronjob(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

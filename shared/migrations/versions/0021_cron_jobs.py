@@ -33,6 +33,7 @@ def upgrade() -> None:
         sa.Column("status", String(length=16), nullable=False),
         sa.Column("max_iterations", sa.Integer(), nullable=True),
         sa.Column("timeout_seconds", sa.Float(), nullable=True),
+        sa.Column("allow", sa.JSON(), nullable=False),
         sa.Column("next_run_at", Time(timezone=True), nullable=True),
         sa.Column("last_run_at", Time(timezone=True), nullable=True),
         sa.Column("last_status", String(length=16), nullable=True),

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from shared.stores import cron_jobs
 from tests.support.factories import make_user
 
 
 def test_create_list_pause_resume_run_runs_and_remove(hstack, db):
     user = make_user(db)
-    code, out, _ = hstack("cron", "create", "every 2h", "Check the news", "--name", "news", "--key", user.key)
+    code, out, _ = hstack("cron", "create", "every 2h", "Check the news", "--name", "news",
+                          "--allow", "recursive delete", "--key", user.key)
     assert code == 0
     job_id = out.split()[0]
+    assert cron_jobs.get(db, user.id, job_id).allow == ["recursive delete"]
     assert "active" in out and "'every 2h' -> none  news" in out
 
     code, out, _ = hstack("cron", "list", "--key", user.key)

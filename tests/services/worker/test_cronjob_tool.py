@@ -101,3 +101,24 @@ def test_a_scheduled_run_cannot_schedule_more_jobs(db, settings, model, make_run
     with clock.travel(timedelta(hours=1, seconds=5)):
         run_due(db, settings, runtime, job)
     assert [j.id for j in cron_jobs.list_jobs(db, user.id)] == [job.id]
+
+
+def test_a_command_kind_the_owner_allowed_for_the_job_runs_unattended(db, settings, model, make_runtime, real_time,
+                                                                     data):
+    user = make_user(db)
+    runtime = make_runtime(approval_mode="manual", terminal_sandbox="none", data_dir=data)
+    job = cron_jobs.create(db, user.id, JobCreate(schedule="every 1h", prompt="Clean up my notes.",
+                                                  allow=["recursive delete"]))
+    model.script(tool_call([("terminal", {"command": "rm -rf ./notes"}, "c1")]), text("Cleaned up."))
+    with clock.travel(timedelta(hours=1, seconds=5)):
+        run = run_due(db, settings, runtime, job)
+    assert (run.status, run.output) == ("completed", "Cleaned up.")
+
+
+def test_the_agent_cannot_allow_commands_for_its_own_jobs(db, settings, model, make_runtime, real_time):
+    user = make_user(db)
+    model.script(tool_call([("cronjob", {"action": "create", "schedule": "every 1h", "prompt": "wipe",
+                                         "allow": ["recursive delete"]}, "c1")]), text("ok"))
+    ask(db, make_runtime(), user.id, telegram_chat(db, user.id), "schedule a wipe")
+    [job] = cron_jobs.list_jobs(db, user.id)
+    assert job.allow == []
