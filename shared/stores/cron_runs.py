@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import bindparam, func, update
+from sqlalchemy import bindparam, update
 from sqlmodel import Session, select
 
 from shared.cron import outcome as outcomes
@@ -185,15 +185,15 @@ def _finish(db: Database, run_id: str, verdict: outcomes.Outcome, now: datetime)
         job.last_status = verdict.status
         run.delivery_id = _deliver(s, job, run, now)
         if verdict.status == "failed" and run.turn_id:
-            _cancel(s, run.turn_id)
+            _cancel(s, run.turn_id, now)
         s.add_all([run, job])
     return run
 
 
-def _cancel(s: Session, turn_id: str) -> None:
+def _cancel(s: Session, turn_id: str, now: datetime) -> None:
     """A run that timed out: its queued turn ends now, a running one is told to stop."""
     s.execute(update(Turn).where(Turn.id == turn_id, Turn.status == TurnStatus.queued.value)
-              .values(status=TurnStatus.cancelled.value, finished_at=func.now()))
+              .values(status=TurnStatus.cancelled.value, finished_at=now))
     s.execute(update(Turn).where(Turn.id == turn_id, Turn.status.not_in(ENDED)).values(cancel_requested=True))
 
 
