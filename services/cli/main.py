@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     create = user_sub.add_parser("create", parents=client, help="create a user and print its first API key once")
     create.add_argument("name")
     user_sub.add_parser("list", parents=client, help="list users")
+    zone = user_sub.add_parser("timezone", parents=client, help="the time zone a user's scheduled jobs are read in")
+    zone.add_argument("user", help="the user's id or name")
+    zone.add_argument("zone", help="an IANA name such as Europe/Paris, or 'server' for the server's")
 
     key_sub = commands.add_parser("keys", help="issue, list and revoke API keys (admin)").add_subparsers(
         dest="action", required=True, metavar="ACTION")
@@ -116,6 +119,8 @@ def dispatch(args: argparse.Namespace) -> int:
             return gateway_admin.run_webhooks(client, args, sys.stdout)
         if args.command == "users" and args.action == "create":
             return users.create_user(client, args.name, sys.stdout)
+        if args.command == "users" and args.action == "timezone":
+            return users.set_timezone(client, args.user, args.zone, sys.stdout)
         if args.command == "users":
             return users.list_users(client, sys.stdout)
         return users.run_keys(client, args, sys.stdout)

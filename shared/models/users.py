@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from sqlmodel import Field, SQLModel
 
@@ -35,9 +35,18 @@ class UserCreate(BaseModel):
     name: str = PydanticField(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+class UserUpdate(BaseModel):
+    """An admin's change to a user: the time zone its scheduled jobs are read in (null: the server's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timezone: str | None = PydanticField(min_length=1, max_length=64)
+
+
 class UserPublic(SQLModel):
     id: str
     name: str
+    timezone: str | None = None
     created_at: datetime
 
 

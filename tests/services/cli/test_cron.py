@@ -33,3 +33,18 @@ def test_a_bad_schedule_is_an_error_not_a_traceback(hstack, db):
     user = make_user(db)
     code, _, err = hstack("cron", "create", "whenever", "p", "--key", user.key)
     assert code != 0 and "invalid_schedule" in err
+
+
+def test_a_users_time_zone_is_where_their_jobs_are_read(hstack, db, api_url):
+    import httpx
+
+    user = make_user(db)
+    code, out, _ = hstack("users", "timezone", user.name, "Asia/Tokyo")
+    assert code == 0 and out == f"{user.name}: scheduled jobs read in Asia/Tokyo.\n"
+    code, out, _ = hstack("cron", "create", "0 7 * * *", "Good morning", "--key", user.key)
+    job = cron_jobs.get(db, user.id, out.split()[0])
+    assert (job.next_run_at.hour, job.next_run_at.minute) == (22, 0)  # 07:00 in Tokyo is 22:00 UTC
+    assert hstack("users", "timezone", user.name, "Mars/Olympus")[0] != 0
+    assert httpx.patch(f"{api_url}/v1/users/{user.id}", json={"timezone": "UTC"},
+                       headers=user.headers).status_code in (401, 403)
+    assert hstack("users", "timezone", user.name, "server")[1].endswith("read in the server time zone.\n")
