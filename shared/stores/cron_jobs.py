@@ -18,6 +18,7 @@ from shared.models.users import User
 from shared.stores import sessions
 
 MAX_JOBS_PER_USER = 200
+REQUIRED = frozenset({"name", "schedule", "prompt", "deliver", "allow", "status"})  # null clears only the others
 
 
 def origin_of(db: Database, session_id: str | None) -> str:
@@ -104,6 +105,9 @@ def count(db: Database, user_id: str) -> int:
 def update(db: Database, user_id: str, job_id: str, body: JobUpdate) -> CronJob:
     """Change a job's fields; a new schedule, time zone or a resume computes the next run from now."""
     changes: dict[str, Any] = body.model_dump(exclude_unset=True)
+    cleared = sorted(REQUIRED & {k for k, v in changes.items() if v is None})
+    if cleared:
+        raise InvalidInput(f"{', '.join(cleared)} cannot be null.")
     with db.write() as s:
         job = s.get(CronJob, job_id, with_for_update=True)
         if job is None or job.user_id != user_id:

@@ -54,3 +54,15 @@ def test_bad_schedules_time_zones_fields_and_destinations_are_refused(client, db
         assert answer.status_code == 422, body
         if code:
             assert error_of(answer)["code"] == code
+
+
+def test_a_field_that_cannot_be_empty_set_to_null_is_refused_and_the_others_clear(client, db):
+    """Reproduction (the fuzz test): PATCH {"allow": null} or {"prompt": null} answered 500."""
+    user = make_user(db)
+    job = client.post("/v1/cron/jobs", headers=user.headers,
+                      json={"schedule": "every 2h", "prompt": "p", "timezone": "UTC"}).json()
+    for field in ("allow", "prompt", "name", "schedule", "deliver", "status"):
+        answer = client.patch(f"/v1/cron/jobs/{job['id']}", headers=user.headers, json={field: None})
+        assert answer.status_code == 422, field
+    cleared = client.patch(f"/v1/cron/jobs/{job['id']}", headers=user.headers, json={"timezone": None})
+    assert cleared.status_code == 200 and cleared.json()["timezone"] is None
