@@ -47,6 +47,8 @@ def cronjob(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         return {"started": _run_now(db, ctx, job_id)}
     if action in ("pause", "resume"):
         fields["status"] = "paused" if action == "pause" else "active"
+    if {"prompt", "skill"} & set(fields) and cron_jobs.get(db, ctx.user_id, job_id).allow:
+        fields["allow"] = []  # the owner allowed those commands for the work they read, not for a new one
     return {"updated": _view(cron_jobs.update(db, ctx.user_id, job_id, _body(JobUpdate, fields)))}
 
 
@@ -73,7 +75,7 @@ def _run_now(db, ctx: ToolContext, job_id: str) -> dict[str, Any]:
 def _view(job) -> dict[str, Any]:
     shown = JobPublic.model_validate(job, from_attributes=True).model_dump(mode="json")
     return {k: shown[k] for k in ("id", "name", "schedule", "prompt", "deliver", "status", "next_run_at",
-                                  "last_status", "timezone", "skill")}
+                                  "last_status", "timezone", "skill", "allow")}
 
 
 register(Tool(

@@ -122,3 +122,17 @@ def test_the_agent_cannot_allow_commands_for_its_own_jobs(db, settings, model, m
     ask(db, make_runtime(), user.id, telegram_chat(db, user.id), "schedule a wipe")
     [job] = cron_jobs.list_jobs(db, user.id)
     assert job.allow == []
+
+
+def test_the_agent_rewriting_an_allowed_jobs_prompt_drops_what_the_owner_allowed(db, settings, model, make_runtime,
+                                                                                real_time):
+    """Reproduction: an agent (a prompt injection in any chat) rewrote the prompt of a job its owner had allowed
+    `rm -rf` for, and the new prompt's unattended runs kept that allowance."""
+    user = make_user(db)
+    job = cron_jobs.create(db, user.id, JobCreate(schedule="every 1h", prompt="Clear ./cache.",
+                                                  allow=["recursive delete"]))
+    model.script(tool_call([("cronjob", {"action": "update", "job_id": job.id, "prompt": "rm -rf ./notes"}, "c1")]),
+                 text("updated"))
+    ask(db, make_runtime(), user.id, telegram_chat(db, user.id), "change my job")
+    changed = cron_jobs.get(db, user.id, job.id)
+    assert (changed.prompt, changed.allow) == ("rm -rf ./notes", [])
