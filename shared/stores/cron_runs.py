@@ -53,8 +53,10 @@ def claim_due(db: Database, now: datetime, *, limit: int, grace_seconds: float, 
         # ticks wait for each other instead of deadlocking.
         jobs = sorted(s.exec(query), key=lambda j: (j.user_id, j.id))
         zones = dict(s.exec(select(User.id, User.timezone).where(User.id.in_({j.user_id for j in jobs}))).all())
+        busy = set(s.exec(select(CronRun.job_id).where(CronRun.job_id.in_([j.id for j in jobs]),
+                                                       CronRun.status == "running")))
         for job in jobs:
-            _claim_one(s, job, zones.get(job.user_id), now, grace_seconds, claimed)
+            _claim_one(s, job, zones.get(job.user_id), now, grace_seconds, claimed, busy=job.id in busy)
         s.add_all(claimed.started + claimed.missed)
         _send_for(s, claimed, max_running)
     return claimed
@@ -67,7 +69,9 @@ def _send_for(s: Session, claimed: Claimed, max_running: int) -> None:
 
 
 def _claim_one(s: Session, job: CronJob, user_zone: str | None, now: datetime, grace_seconds: float,
-               claimed: Claimed) -> None:
+               claimed: Claimed, *, busy: bool = False) -> None:
+    """Take the job's due slot and start its run; a job whose last run is still going skips this slot (runs
+    never pile up behind a slow one)."""
     due = job.next_run_at
     try:
         tz = schedules.zone(job.timezone or user_zone)
@@ -78,10 +82,11 @@ def _claim_one(s: Session, job: CronJob, user_zone: str | None, now: datetime, g
     status = "active" if following is not None else "done"
     late = max(0.0, (now - due).total_seconds())
     missed = parsed.kind == "once" and late > grace_seconds
+    last = "missed" if missed else "running"
     taken = s.execute(_TAKE_SLOT, {"job": job.id, "seen": due, "next": following, "status": status, "now": now,
-                                   "last": "missed" if missed else "running"}).rowcount
-    if taken != 1:
-        return  # another tick took this slot first
+                                   "last": last}).rowcount
+    if taken != 1 or busy:
+        return  # another tick took this slot first, or the job is still busy with its last run
     run = CronRun(id=new_id("crun"), job_id=job.id, user_id=job.user_id, due_at=due, started_at=now,
                   late_by_seconds=late)
     if missed:

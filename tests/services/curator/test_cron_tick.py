@@ -221,3 +221,15 @@ def test_a_one_time_job_in_the_past_is_refused(db):
 
     with pytest.raises(InvalidInput):
         cron_jobs.create(db, make_user(db).id, JobCreate(schedule="2020-01-01T07:00", prompt="too late"))
+
+
+def test_a_job_still_running_skips_its_next_slot_instead_of_piling_runs_up(db, settings):
+    """Reproduction: an 'every 1m' job whose runs take longer than a minute queued a new turn every minute."""
+    user = make_user(db)
+    job = cron_jobs.create(db, user.id, JobCreate(schedule="every 1h", prompt="slow"))
+    with clock.travel(timedelta(hours=1, seconds=5)):
+        tick(settings, lambda *_: None)
+    with clock.travel(timedelta(hours=2, seconds=5)):
+        tick(settings, lambda *_: None)
+        assert len(runs_of(db, job.id)) == 1
+        assert cron_jobs.get(db, user.id, job.id).next_run_at > utcnow()
