@@ -100,6 +100,8 @@ def owner(db, job_id: str) -> str:
 
 
 def _all_started(db, runs) -> list | None:
+    if not runs:
+        raise RuntimeError("the tick started no run")
     found = [turns.get_turn(db, None, r.turn_id).started_at for r in runs]
     return found if all(found) else None
 

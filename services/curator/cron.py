@@ -45,7 +45,7 @@ def tick(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) -
             send_turn(send, turn.id, turn.session_id)
         done.started += len(claimed.started)
         done.missed += len(claimed.missed)
-        if len(claimed.started) + len(claimed.missed) < settings.cron_claim_batch:
+        if claimed.examined < settings.cron_claim_batch:
             break
     if done.started or done.missed or done.settled:
         log.info("cron tick: %d run(s) started, %d missed, %d settled", done.started, done.missed, done.settled)

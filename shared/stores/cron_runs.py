@@ -39,6 +39,7 @@ class Claimed:
     started: list[CronRun] = field(default_factory=list)
     send: list[Turn] = field(default_factory=list)
     missed: list[CronRun] = field(default_factory=list)
+    examined: int = 0  # due jobs read, busy ones and those another tick took included
 
 
 def claim_due(db: Database, now: datetime, *, limit: int, grace_seconds: float, max_running: int) -> Claimed:
@@ -52,6 +53,7 @@ def claim_due(db: Database, now: datetime, *, limit: int, grace_seconds: float, 
         # One user's row is locked by each run's turn (its free slots): taking users in one order means two
         # ticks wait for each other instead of deadlocking.
         jobs = sorted(s.exec(query), key=lambda j: (j.user_id, j.id))
+        claimed.examined = len(jobs)
         zones = dict(s.exec(select(User.id, User.timezone).where(User.id.in_({j.user_id for j in jobs}))).all())
         busy = set(s.exec(select(CronRun.job_id).where(CronRun.job_id.in_([j.id for j in jobs]),
                                                        CronRun.status == "running")))

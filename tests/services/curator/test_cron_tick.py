@@ -233,3 +233,18 @@ def test_a_job_still_running_skips_its_next_slot_instead_of_piling_runs_up(db, s
         tick(settings, lambda *_: None)
         assert len(runs_of(db, job.id)) == 1
         assert cron_jobs.get(db, user.id, job.id).next_run_at > utcnow()
+
+
+def test_a_tick_goes_past_a_full_batch_of_busy_jobs_to_the_due_ones_behind_it(db, settings):
+    """Reproduction: a batch whose jobs were all still busy started nothing, and the tick stopped there, leaving
+    the due jobs behind it for later ticks, one batch each."""
+    user = make_user(db)
+    small = settings.model_copy(update={"cron_claim_batch": 3, "max_running_turns_per_user": 0})
+    busy = [cron_jobs.create(db, user.id, JobCreate(schedule="every 1h", prompt=f"busy {i}")) for i in range(3)]
+    with clock.travel(timedelta(hours=1, seconds=5)):
+        tick(small, lambda *_: None)  # their first runs start, and keep running
+        waiting = cron_jobs.create(db, user.id, JobCreate(schedule="every 1h", prompt="behind them"))
+    with clock.travel(timedelta(hours=2, seconds=10)):
+        tick(small, lambda *_: None)
+    assert [len(runs_of(db, j.id)) for j in busy] == [1, 1, 1]
+    assert len(runs_of(db, waiting.id)) == 1
