@@ -136,3 +136,15 @@ def test_the_agent_rewriting_an_allowed_jobs_prompt_drops_what_the_owner_allowed
     ask(db, make_runtime(), user.id, telegram_chat(db, user.id), "change my job")
     changed = cron_jobs.get(db, user.id, job.id)
     assert (changed.prompt, changed.allow) == ("rm -rf ./notes", [])
+
+
+def test_a_jobs_own_iteration_budget_ends_its_run_with_a_summary(db, settings, model, make_runtime, real_time):
+    """max_iterations=1: after one tool-calling round the run is asked for its summary, not another round."""
+    user = make_user(db)
+    job = cron_jobs.create(db, user.id, JobCreate(schedule="every 1h", prompt="Keep checking.", max_iterations=1))
+    model.script(tool_call([("cronjob", {"action": "list"}, "c1")]), text("Summary: checked once."))
+    with clock.travel(timedelta(hours=1, seconds=5)):
+        run = run_due(db, settings, make_runtime(), job)
+    assert (run.status, run.output) == ("completed", "Summary: checked once.")
+    last = model.requests[-1].body
+    assert "maximum number of tool-calling iterations" in str(last["messages"][-1]) and not last.get("tools")
