@@ -36,7 +36,12 @@ class Tick:
 def tick(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) -> Tick:
     """One pass: settle ended runs, then claim and start due jobs, a batch at a time."""
     db = get_database(settings.sqlalchemy_url)
-    done = Tick(settled=len(cron_runs.settle(db, clock.utcnow())))
+    done = Tick()
+    for _ in range(MAX_BATCHES):
+        settled = len(cron_runs.settle(db, clock.utcnow(), limit=settings.cron_claim_batch))
+        done.settled += settled
+        if settled < settings.cron_claim_batch:
+            break
     for _ in range(MAX_BATCHES):
         claimed = cron_runs.claim_due(db, clock.utcnow(), limit=settings.cron_claim_batch,
                                       grace_seconds=settings.cron_grace_seconds,
