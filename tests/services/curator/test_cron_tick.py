@@ -248,3 +248,17 @@ def test_a_tick_goes_past_a_full_batch_of_busy_jobs_to_the_due_ones_behind_it(db
         tick(small, lambda *_: None)
     assert [len(runs_of(db, j.id)) for j in busy] == [1, 1, 1]
     assert len(runs_of(db, waiting.id)) == 1
+
+
+def test_one_tick_settles_more_ended_runs_than_a_batch(db, settings):
+    """Runs that ended together are all settled (and their deliveries recorded) by the next tick, a batch at a time."""
+    user = make_user(db)
+    small = settings.model_copy(update={"cron_claim_batch": 2, "max_running_turns_per_user": 0})
+    jobs = [telegram_job(db, user.id, "every 1h", prompt=f"p{i}") for i in range(5)]
+    with clock.travel(timedelta(hours=1, seconds=5)):
+        tick(small, lambda *_: None)
+        for job in jobs:
+            finish(db, runs_of(db, job.id)[0].turn_id, turns.TurnStatus.completed, output="done")
+        tick(small, lambda *_: None)
+    assert [runs_of(db, j.id)[0].status for j in jobs] == ["completed"] * 5
+    assert len(outbox_of(db, user.id)) == 5
