@@ -61,6 +61,7 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.textmatch
 	@$(BIN)/python -m bench.gateway
 	@$(BIN)/python -m bench.cache
+	@$(BIN)/python -m bench.cron
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -93,6 +93,9 @@ class ApiClient:
     def post(self, path: str, body: dict | None = None, *, headers: dict | None = None) -> Any:
         return self._call("POST", path, json=body if body is not None else {}, headers=headers)
 
+    def patch(self, path: str, body: dict) -> Any:
+        return self._call("PATCH", path, json=body)
+
     def delete(self, path: str) -> Any:
         return self._call("DELETE", path)
 

@@ -14,6 +14,7 @@ from services.cli import skills as skills_cmd
 from services.cli import curator as curator_cmd
 from services.cli import search as search_cmd
 from services.cli import reviews as reviews_cmd
+from services.cli import cron as cron_cmd
 from services.cli.client import ApiClient, CliError, admin_key, base_url, user_key
 
 # Commands that act for one user through the api with that user's key: name -> run(client, args, out).
@@ -24,6 +25,7 @@ USER_COMMANDS = {
     "curator": curator_cmd.run_api,
     "reviews": reviews_cmd.run,
     "sessions": data.run_sessions,
+    "cron": cron_cmd.run,
 }
 
 # Commands that act on this machine directly (its database, DATA_DIR, Redis): name -> run(args, out).
@@ -62,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     create = user_sub.add_parser("create", parents=client, help="create a user and print its first API key once")
     create.add_argument("name")
     user_sub.add_parser("list", parents=client, help="list users")
+    zone = user_sub.add_parser("timezone", parents=client, help="the time zone a user's scheduled jobs are read in")
+    zone.add_argument("user", help="the user's id or name")
+    zone.add_argument("zone", help="an IANA name such as Europe/Paris, or 'server' for the server's")
 
     key_sub = commands.add_parser("keys", help="issue, list and revoke API keys (admin)").add_subparsers(
         dest="action", required=True, metavar="ACTION")
@@ -83,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     curator_cmd.add_parser(commands, client)
     search_cmd.add_parser(commands, client)
     reviews_cmd.add_parser(commands, client)
+    cron_cmd.add_parser(commands, client)
     gateway_admin.add_parsers(commands, client)
     importer.add_parser(commands)
     logs.add_parser(commands)
@@ -118,6 +124,8 @@ def dispatch(args: argparse.Namespace) -> int:
             return gateway_admin.run_webhooks(client, args, sys.stdout)
         if args.command == "users" and args.action == "create":
             return users.create_user(client, args.name, sys.stdout)
+        if args.command == "users" and args.action == "timezone":
+            return users.set_timezone(client, args.user, args.zone, sys.stdout)
         if args.command == "users":
             return users.list_users(client, sys.stdout)
         return users.run_keys(client, args, sys.stdout)

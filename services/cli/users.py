@@ -36,6 +36,13 @@ def create_user(client: ApiClient, name: str, out: TextIO) -> int:
     return 0
 
 
+def set_timezone(client: ApiClient, id_or_name: str, zone: str, out: TextIO) -> int:
+    """Set the zone a user's scheduled jobs are read in ('server': the server's own)."""
+    user = client.patch(f"/v1/users/{id_or_name}", {"timezone": None if zone == "server" else zone})
+    out.write(f"{user['name']}: scheduled jobs read in {user['timezone'] or 'the server time zone'}.\n")
+    return 0
+
+
 def list_users(client: ApiClient, out: TextIO) -> int:
     users = _users(client)
     if not users:

@@ -3,6 +3,7 @@
 from shared.models.approvals import Approval
 from shared.models.clarifications import Clarification
 from shared.models.compactions import Compaction
+from shared.models.cron import CronJob, CronRun
 from shared.models.curator import CuratorRun, CuratorState, CuratorTransition
 from shared.models.gateway import (GatewayChat, GatewayIdentity, OutboxItem, PairingLock, PairingRequest,
                                    WebhookRoute)
@@ -17,8 +18,8 @@ from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.models.users import ApiKey, User
 
 __all__ = [
-    "ApiKey", "Approval", "ChatSession", "Clarification", "Compaction", "CuratorRun", "CuratorState",
-    "CuratorTransition",
+    "ApiKey", "Approval", "ChatSession", "Clarification", "Compaction", "CronJob", "CronRun", "CuratorRun",
+    "CuratorState", "CuratorTransition",
     "GatewayChat", "GatewayIdentity", "ImportRecord", "OutboxItem", "PairingLock", "PairingRequest", "WebhookRoute",
     "MemorySnapshot", "MemoryStagedWrite", "Message", "MessageVector", "Review", "ReviewCall", "ReviewCounter",
     "SessionTodo", "SkillRecord", "SkillStagedWrite", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User",

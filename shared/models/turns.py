@@ -53,6 +53,7 @@ class Turn(SQLModel, table=True):
     request_hash: str | None = Field(default=None, max_length=64)
     cancel_requested: bool = Field(default=False, nullable=False)
     interactive: bool = Field(default=True, nullable=False)  # False: nobody can answer an approval question
+    max_iterations: int | None = Field(default=None)  # this turn's own iteration budget (a scheduled job's)
     attempts: int = Field(default=0, nullable=False)
     worker_id: str | None = Field(default=None, max_length=128)
     created_at: datetime = created_at_field()

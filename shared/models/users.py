@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from sqlmodel import Field, SQLModel
 
@@ -16,6 +16,7 @@ class User(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=40)
     name: str = Field(unique=True, index=True, max_length=64)
+    timezone: str | None = Field(default=None, max_length=64)  # IANA name; None: the server's
     created_at: datetime = created_at_field()
 
 
@@ -34,9 +35,18 @@ class UserCreate(BaseModel):
     name: str = PydanticField(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+class UserUpdate(BaseModel):
+    """An admin's change to a user: the time zone its scheduled jobs are read in (null: the server's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timezone: str | None = PydanticField(min_length=1, max_length=64)
+
+
 class UserPublic(SQLModel):
     id: str
     name: str
+    timezone: str | None = None
     created_at: datetime
 
 

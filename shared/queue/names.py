@@ -9,6 +9,7 @@ CURATE_SKILLS = "curate_skills"
 SWEEP_EXPIRED = "sweep_expired"
 END_SESSION = "end_session"
 BACK_UP_SERVER = "back_up_server"
+TICK_CRON = "tick_cron"
 
 QUEUE_TURNS = "turns"
 QUEUE_REVIEW = "review"
@@ -25,4 +26,5 @@ ROUTES = {
     SWEEP_EXPIRED: {"queue": QUEUE_CURATOR},
     END_SESSION: {"queue": QUEUE_CURATOR},
     BACK_UP_SERVER: {"queue": QUEUE_CURATOR},
+    TICK_CRON: {"queue": QUEUE_CURATOR},
 }

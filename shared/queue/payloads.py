@@ -66,3 +66,9 @@ class SweepExpired(BaseModel):
     """Expire staged memory writes and give orphaned turn event streams their expiry."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class TickCron(BaseModel):
+    """Settle ended runs of scheduled jobs, then claim the due jobs and send their runs' turns."""
+
+    model_config = ConfigDict(extra="forbid")

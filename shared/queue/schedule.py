@@ -7,7 +7,7 @@ work, never a wrong result: every periodic task is idempotent (see services/cura
 from __future__ import annotations
 
 from shared.config import Settings
-from shared.queue.names import BACK_UP_SERVER, CHECK_CURATION, SWEEP_EXPIRED, SWEEP_TURNS
+from shared.queue.names import BACK_UP_SERVER, CHECK_CURATION, SWEEP_EXPIRED, SWEEP_TURNS, TICK_CRON
 
 
 def _entry(task: str, interval: float) -> dict:
@@ -23,6 +23,7 @@ def beat_schedule(settings: Settings) -> dict:
         "sweep-turns": _entry(SWEEP_TURNS, settings.sweep_interval_seconds),
         "check-curation": _entry(CHECK_CURATION, settings.curator_check_seconds),
         "sweep-expired": _entry(SWEEP_EXPIRED, settings.expiry_sweep_seconds),
+        "tick-cron": _entry(TICK_CRON, settings.cron_tick_seconds),
     }
     if settings.backup_interval_hours > 0:
         schedule["back-up-server"] = _entry(BACK_UP_SERVER, min(BACKUP_CHECK_SECONDS,

@@ -86,6 +86,7 @@ def add_turn(
     request_hash: str | None = None,
     max_running: int | None = None,
     interactive: bool = True,
+    max_iterations: int | None = None,
 ) -> tuple[Turn, list[Turn]]:
     """Insert a queued turn inside a write transaction a store holds; with `max_running`, the turns to send now.
 
@@ -102,6 +103,7 @@ def add_turn(
         idempotency_key=idempotency_key,
         request_hash=request_hash,
         interactive=interactive,
+        max_iterations=max_iterations,
     )
     if postgres:  # the counter's UPDATE and the INSERT in one statement: one round trip on the POST's path
         turn.seq = _numbered(s.execute(_INSERT_NUMBERED_TURN, {

@@ -8,6 +8,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import func, select
 
 from shared.clock import utcnow
+from shared.cron import schedule as schedules
 from shared.db import Database
 from shared.errors import Conflict, NotFound
 from shared.ids import new_api_key, new_id
@@ -45,6 +46,18 @@ def find_user(db: Database, id_or_name: str) -> User:
     if user is None:
         raise NotFound(f"No user {id_or_name!r}.")
     return user
+
+
+def set_timezone(db: Database, id_or_name: str, timezone: str | None) -> User:
+    """The IANA zone the user's scheduled jobs are read in (None: the server's); an unknown zone is refused."""
+    if timezone is not None:
+        schedules.zone(timezone)
+    user = find_user(db, id_or_name)
+    with db.write() as s:
+        row = s.get(User, user.id, with_for_update=True)
+        row.timezone = timezone
+        s.add(row)
+    return row
 
 
 def list_users(db: Database) -> list[User]:

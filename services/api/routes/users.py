@@ -11,7 +11,7 @@ from services.api.deps import AdminKey, AuthCacheDep, DbDep, RedisDep, SettingsD
 from services.api.routes.keys import key_list, revoke
 from services.api.routes.session_data import providers
 from services.api.schemas import UserCreateBody, UserList, error_responses
-from shared.models.users import ApiKeyIssued, ApiKeyList, ApiKeyPublic, UserPublic
+from shared.models.users import ApiKeyIssued, ApiKeyList, ApiKeyPublic, UserPublic, UserUpdate
 from shared.stores import users
 
 
@@ -38,6 +38,12 @@ def create_user(body: UserCreateBody, db: DbDep, _admin: AdminKey) -> UserPublic
 def list_users(db: DbDep, _admin: AdminKey) -> UserList:
     """Every user, oldest first."""
     return UserList(data=[UserPublic.model_validate(u, from_attributes=True) for u in users.list_users(db)])
+
+
+@router.patch("/{user_id}", response_model=UserPublic, responses=error_responses(404, 422))
+def update_user(user_id: str, body: UserUpdate, db: DbDep, _admin: AdminKey) -> UserPublic:
+    """Set a user's (by id or name) time zone, which their scheduled jobs are read in; null: the server's."""
+    return UserPublic.model_validate(users.set_timezone(db, user_id, body.timezone), from_attributes=True)
 
 
 @router.post("/{user_id}/keys", status_code=201, response_model=ApiKeyIssued, responses=error_responses(404))

@@ -149,12 +149,29 @@ class TelegramPlatform:
             return ui.memory_text(await api.call("GET", "/v1/memory", user_id=uid))
         if word == "skills":
             return ui.skills_text(await api.call("GET", "/v1/skills", user_id=uid))
+        if word == "cron":
+            return await self.cron(uid, arg)
         if word in ("approve", "deny"):
             if not runner.approvals:
                 return "Nothing is waiting for approval."
             choice = "deny" if word == "deny" else ("session" if arg.lower() == "session" else "once")
             return f"Command {await self.decide(uid, runner.approvals[-1], choice, name)}."
         return ui.help_text()
+
+    async def cron(self, user_id: str, arg: str) -> str:
+        """`/cron` lists the user's scheduled jobs; `/cron pause|resume|run|remove <id>` acts on one."""
+        action, _, job_id = arg.partition(" ")
+        job_id = job_id.strip()
+        if action not in ui.CRON_ACTIONS or not job_id:
+            return ui.cron_text(await self.gateway.api.call("GET", "/v1/cron/jobs", user_id=user_id))
+        path = f"/v1/cron/jobs/{job_id}"
+        if action == "remove":
+            await self.gateway.api.call("DELETE", path, user_id=user_id)
+        elif action == "run":
+            await self.gateway.api.call("POST", path + "/run", user_id=user_id)
+        else:
+            await self.gateway.api.call("PATCH", path, user_id=user_id, json_body=ui.CRON_ACTIONS[action])
+        return f"Job {job_id}: {action} done."
 
     async def decide(self, user_id: str, approval_id: str, choice: str, name: str) -> str:
         """Record the decision; the approval leaves every runner only once it is decided (or found decided)."""

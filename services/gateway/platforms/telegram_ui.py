@@ -13,9 +13,11 @@ COMMANDS = {
     "skills": "the skills the agent has",
     "approve": "approve the pending command (/approve session: for this session)",
     "deny": "deny the pending command",
+    "cron": "your scheduled jobs (/cron pause|resume|run|remove ID)",
     "whoami": "who you are here",
     "help": "these commands",
 }
+CRON_ACTIONS = {"pause": {"status": "paused"}, "resume": {"status": "active"}, "run": None, "remove": None}
 DECISIONS = {"once": ("approve", "once", "approved once"), "session": ("approve", "session", "approved for the session"),
              "deny": ("deny", "once", "denied")}
 
@@ -100,3 +102,12 @@ FORGET_ASK = ("This deletes this chat's conversation: its messages, search entri
 
 def forgotten_text(done: dict) -> str:
     return f"Deleted this conversation ({done['messages']} messages). {done['kept']}"
+
+
+def cron_text(jobs: list[dict]) -> str:
+    """The user's scheduled jobs: id, status, schedule, next run and last outcome."""
+    if not jobs:
+        return "No scheduled jobs. Ask me, e.g. \"remind me in 20 minutes to call mum\"."
+    lines = [f"• {j['name'][:60]} — {j['schedule']} ({j['status']}); next {(j['next_run_at'] or '-')[:16]}; "
+             f"last {j['last_status'] or '-'}\n  id {j['id']}" for j in jobs[:30]]
+    return "Scheduled jobs:\n" + "\n".join(lines)

@@ -141,7 +141,7 @@ class TurnRun:
         self.system_prompt = self.frozen_prompt()
         mine = self.load_history()
         self.rows = list(mine)
-        budget = IterationBudget(self.rt.settings.max_iterations,
+        budget = IterationBudget(self.turn.max_iterations or self.rt.settings.max_iterations,
                                  used=sum(1 for m in mine if m.role == "assistant" and m.tool_calls))
         last = mine[-1]
         if last.role == "assistant" and not last.tool_calls:

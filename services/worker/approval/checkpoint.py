@@ -18,7 +18,7 @@ from shared.config import Settings
 from shared.db import Database
 from shared.models.approvals import Approval, ApprovalStatus
 from shared.models.turns import Turn
-from shared.stores import approvals
+from shared.stores import approvals, cron_jobs
 from shared.stores.approvals import Verdict
 
 from .gate import Decision, decide, deny_patterns
@@ -79,10 +79,10 @@ def refusal_for_answer(answer: Approval, timeout_seconds: float) -> str:
 
 
 def _decide(settings: Settings, command: str, *, guardian, interactive: bool, reader: Workspace | None,
-            session_approved: frozenset[str] = frozenset()) -> Decision:
+            session_approved: frozenset[str] = frozenset(), allowed_kinds: frozenset[str] = frozenset()) -> Decision:
     return decide(command, settings.approval_mode, deny=deny_patterns(settings.approval_deny_patterns),
                   guardian=guardian, interactive=interactive, session_approved=session_approved,
-                  max_chars=settings.approval_max_command_chars, reader=reader)
+                  allowed_kinds=allowed_kinds, max_chars=settings.approval_max_command_chars, reader=reader)
 
 
 def _reader(workspace: Path | None) -> Workspace | None:
@@ -116,13 +116,18 @@ class TurnGate:
         self.answers = answers or {}
         self.reader = _reader(workspace)
 
+    def allowed_kinds(self) -> frozenset[str]:
+        """The command kinds an unattended turn's scheduled job was allowed by its owner (none for a chat)."""
+        return frozenset() if self.turn.interactive else cron_jobs.allowed(self.db, self.turn.session_id)
+
     def check(self, call_id: str, tool: str, command: str) -> Check:
         answer = self.answers.pop(call_id, None)
         if answer is not None and answer.status != ApprovalStatus.approved.value:
             return Check("refuse", refusal_for_answer(answer, self.settings.approval_timeout_seconds))
         decision = _decide(self.settings, command, guardian=None if answer else self.guardian,
                            interactive=self.turn.interactive, reader=self.reader,
-                           session_approved=approvals.session_keys(self.db, self.turn.session_id))
+                           session_approved=approvals.session_keys(self.db, self.turn.session_id),
+                           allowed_kinds=self.allowed_kinds())
         if answer is not None:
             decision = self.approved(answer, decision)
         verdict = Verdict(user_id=self.turn.user_id, session_id=self.turn.session_id, turn_id=self.turn.id,

@@ -95,10 +95,13 @@ def deny_patterns(raw: str) -> tuple[str, ...]:
 
 def decide(command: str, mode: str, *, deny: tuple[str, ...] = (), guardian: Guardian | None = None,
            interactive: bool = True, session_approved: frozenset[str] = frozenset(),
-           max_chars: int = MAX_COMMAND_CHARS, reader: Workspace | None = None) -> Decision:
+           allowed_kinds: frozenset[str] = frozenset(), max_chars: int = MAX_COMMAND_CHARS,
+           reader: Workspace | None = None) -> Decision:
     """Hard-line floor, then the deny list, then the mode (off / manual / smart).
 
-    With a `reader`, the workspace files the line runs are read and judged as part of it.
+    `session_approved` holds keys of a kind and its targets; `allowed_kinds` whole kinds ("recursive delete"),
+    as a scheduled job's owner allows them. With a `reader`, the workspace files the line runs are read and
+    judged as part of it.
     """
     too_big = _too_big(command, max_chars)
     if too_big:
@@ -117,7 +120,7 @@ def decide(command: str, mode: str, *, deny: tuple[str, ...] = (), guardian: Gua
         return Decision("run", "no dangerous pattern", "safe")
     keys = [key_of(desc, subject) for desc, subject in found]
     key = combined_key(keys)
-    unapproved = [(d, s) for (d, s), k in zip(found, keys) if k not in session_approved]
+    unapproved = [(d, s) for (d, s), k in zip(found, keys) if k not in session_approved and d not in allowed_kinds]
     if key in session_approved or not unapproved:
         return Decision("run", f"{found[0][0]}: approved for this session", "session", key)
     reason = shown_reason(*unapproved[0])

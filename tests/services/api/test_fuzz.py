@@ -20,7 +20,8 @@ import requests
 import schemathesis
 
 from shared.queue.app import enqueue
-from shared.stores import memory_staged, sessions, turns
+from shared.models.cron import JobCreate
+from shared.stores import cron_jobs, memory_staged, sessions, turns
 from shared.stores.memory import MemoryRequest
 from shared.stores.skills import SkillStore
 from shared.models.skills import SkillInstall
@@ -84,9 +85,10 @@ def objects(db, settings, fake_model) -> dict:
     SkillStore.for_user(db, settings, owner.id).install(SkillInstall(name=SKILL, content=SKILL_MD))
     staged = memory_staged.stage(db, settings, owner.id, MemoryRequest.from_args(
         {"target": "memory", "action": "add", "content": "Prefers tea."}), session_id=session.id)
+    job = cron_jobs.create(db, owner.id, JobCreate(schedule="every 1h", prompt="Check the fuzz."))
     target = make_user(db)  # the admin's fuzz names this user, never the owner whose key is in use
     return {"owner": owner, "target": target, "session_id": session.id, "turn_id": turn.id, "name": SKILL,
-            "staged_id": staged.id}
+            "staged_id": staged.id, "job_id": job.id}
 
 
 schema = load_schema()
@@ -116,7 +118,7 @@ def call(case, base_url: str, token: str, replacements: dict[str, str]) -> None:
 
 @schema.parametrize()
 def test_no_input_answers_500_with_a_user_key(case, fuzz_api, objects):
-    ids = {k: objects[k] for k in ("session_id", "turn_id", "name", "staged_id")}
+    ids = {k: objects[k] for k in ("session_id", "turn_id", "name", "staged_id", "job_id")}
     call(case, fuzz_api, objects["owner"].key, ids)
 
 
