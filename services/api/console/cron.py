@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
-from services.api.accept import send_turn
+from shared.queue.turns import send_turn
 from services.api.console.actions import attempt, invalid, parsed
 from services.api.console.deps import ConsoleForm, ConsoleUser, redirect
 from services.api.console.render import render
@@ -55,4 +55,4 @@ def _run_now(state, user_id: str, job_id: str) -> None:
     claimed = cron_runs.run_now(state.db, user_id, job_id, clock.utcnow(),
                                 max_running=state.settings.max_running_turns_per_user)
     for turn in claimed.send:
-        send_turn(state.enqueue, turn)
+        send_turn(state.enqueue, turn.id, turn.session_id)

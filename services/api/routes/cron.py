@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query, Response
 
-from services.api.accept import send_turn
+from shared.queue.turns import send_turn
 from services.api.deps import CurrentUser, DbDep, EnqueueDep, SettingsDep
 from services.api.schemas import error_responses
 from shared import clock
@@ -53,7 +53,7 @@ def run_job(job_id: str, db: DbDep, settings: SettingsDep, enqueue: EnqueueDep, 
     """Run the job once now (its schedule unchanged); the run's outcome shows in its runs."""
     claimed = cron_runs.run_now(db, user.id, job_id, clock.utcnow(), max_running=settings.max_running_turns_per_user)
     for turn in claimed.send:
-        send_turn(enqueue, turn)
+        send_turn(enqueue, turn.id, turn.session_id)
     return RunPublic.model_validate(claimed.started[0], from_attributes=True)
 
 
