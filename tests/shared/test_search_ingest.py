@@ -11,7 +11,7 @@ from shared.db import Database
 from shared.migrate import alembic_config, upgrade
 from shared.stores import sessions, turns
 from shared.search.engine import search_messages
-from tests.support.factories import make_session, make_user
+from tests.support.factories import make_session, make_user, make_user_of_revision
 
 # (session, role, content) in the order stored: two sessions interleaved, with messages that are not indexed.
 CONVERSATION = [
@@ -77,7 +77,7 @@ def _found(db: Database, user_id: str, chats: list[str]) -> dict[tuple[str, str]
 
 
 def _twin(db: Database) -> tuple[str, list[str]]:
-    user = make_user(db)
+    user = make_user_of_revision(db)
     return user.id, [make_session(db, user.id).id, make_session(db, user.id).id]
 
 

@@ -15,7 +15,7 @@ from shared.stores import sessions
 from shared.search import budget as search_budget, postgres as search_postgres, sqlite as search_sqlite
 from shared.search.engine import search_messages
 from shared.search.scope import INDEXED_ROLES, Scope
-from tests.support.factories import make_session, make_user
+from tests.support.factories import make_session, make_user, make_user_of_revision
 
 
 def _index_rows(db: Database, user_id: str) -> dict:
@@ -59,9 +59,9 @@ def test_migration_0016_keeps_an_existing_history_searchable_and_downgrades(blan
     upgrade(blank_url, "0014_hooks")
     db = Database(blank_url)
     try:
-        user = make_user(db)
+        user = make_user_of_revision(db)
         chat = make_session(db, user.id)
-        other = make_user(db)
+        other = make_user_of_revision(db)
         sessions.append_messages(db, chat.id, [{"role": "user", "content": "my otter is called Pebble"},
                                                {"role": "assistant", "content": "Pebble the otter, lovely"}])
         sessions.append_messages(db, make_session(db, other.id).id, [{"role": "user", "content": "otter facts"}])

@@ -70,13 +70,13 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("turns") as batch:
-        batch.drop_column("max_iterations")
-    with op.batch_alter_table("users") as batch:
-        batch.drop_column("timezone")
     op.drop_index("ix_cron_runs_status", table_name="cron_runs")
     op.drop_index("ix_cron_runs_job_started", table_name="cron_runs")
     op.drop_table("cron_runs")
     op.drop_index("ix_cron_jobs_due", table_name="cron_jobs")
     op.drop_index("ix_cron_jobs_user_id", table_name="cron_jobs")
     op.drop_table("cron_jobs")
+    # Dropped in place (SQLite 3.35+ and Postgres alike): batch mode would copy `users` and `turns` and drop
+    # the originals, which the foreign keys of every other table refuse.
+    op.execute("ALTER TABLE turns DROP COLUMN max_iterations")
+    op.execute("ALTER TABLE users DROP COLUMN timezone")
