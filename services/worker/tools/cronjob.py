@@ -80,29 +80,23 @@ def _view(job) -> dict[str, Any]:
 
 CRONJOB = Tool(
     name="cronjob",
-    description=("Schedule work for later and manage it: create (schedule + prompt), list, update, pause, resume, "
-                 "remove, or run now (job_id). The prompt runs later without the user watching, in a session of "
-                 "its own, and its answer is delivered to `deliver` (by default this chat)."),
+    # A run's budget and timeout (max_iterations, timeout_seconds) are taken if given but not advertised: the
+    # owner sets them through the API or CLI, and every schema byte is paid on each request of every chat.
+    description=("Schedule a prompt to run later or regularly, unattended, in its own session (not a promise "
+                 "to remember), and manage jobs. Answers go to `deliver` (default: this chat)."),
     parameters={
         "type": "object",
         "properties": {
             "action": {"type": "string", "enum": list(ACTIONS)},
-            "job_id": {"type": "string", "description": "The job, for every action but create and list."},
-            "schedule": {"type": "string", "description": "A cron expression ('0 7 * * 1-5'), an interval "
-                                                          "('every 2h'), 'in 20 minutes' or an ISO-8601 time."},
-            "prompt": {"type": "string", "description": "What to do at each run, self-contained: the run does "
-                                                        "not see this conversation."},
-            "deliver": {"type": "string", "description": "'origin' (this chat, the default), 'none' (stored only),"
-                                                         " 'telegram:<chat id>' or 'webhook:<route>'."},
+            "job_id": {"type": "string"},
+            "schedule": {"type": "string", "description": "'0 7 * * 1-5', 'every 2h', 'in 20 minutes', ISO time."},
+            "prompt": {"type": "string", "description": "Self-contained: runs do not see this chat."},
+            "deliver": {"type": "string", "description": "origin, none, telegram:<chat id>, webhook:<route>."},
             "name": {"type": "string"},
-            "skill": {"type": "string", "description": "A skill the run loads first."},
-            "timezone": {"type": "string", "description": "IANA zone of the schedule; default the user's."},
-            "max_iterations": {"type": "integer", "description": "Tool-calling iterations one run may use."},
-            "timeout_seconds": {"type": "number", "description": "A run still going after this has failed."},
+            "skill": {"type": "string"},
+            "timezone": {"type": "string"},
         },
         "required": ["action"],
     },
     handler=cronjob,
-    guidance=("To do something later or regularly (a reminder, a morning briefing, a periodic check), schedule it "
-              "with the cronjob tool instead of promising to remember.",),
 )

@@ -98,17 +98,15 @@ DESCRIPTION = (
     "Save durable information to persistent memory that survives across sessions; it appears in the system "
     "prompt of later sessions. Prefer one call with `operations` for several changes (all-or-nothing). "
     "What to save, most important first: the user's preferences, corrections and personal details; then facts "
-    "about their environment; then conventions, tool quirks and lessons learned. Targets: 'user' is who the user "
-    "is and how they want you to work (name, role, preferences, communication style); 'memory' is your notes on "
-    "their environment, projects, conventions, tool quirks and lessons. Save only what a message or tool result "
-    "showed, never a guess or an inference about the user. A one-off request is not a standing preference unless "
-    "the user said 'always', 'never' or 'from now on', or asked you to remember it. Write short declarative "
-    "facts ('User prefers British English'), not instructions to yourself. Skip trivia, facts that are easy to "
-    "find again, raw data dumps, task progress, logs of finished work and TODO state; step-by-step procedures "
-    "belong in skills. Never save transient errors, a missing binary or a claim that a tool does not work. "
-    "replace and remove find the entry by `old_text`, a short substring that must match exactly one entry; "
-    "replace a similar entry rather than add a near-duplicate. When a store is full, the error lists its "
-    "entries: merge with replace or prune with remove, then retry in the same turn."
+    "about their environment; then conventions, tool quirks and lessons learned. 'user' is who the user is and "
+    "how they want you to work; 'memory' is your notes on their environment, projects and conventions. Save "
+    "only what a message or tool result showed, never a guess about the user. A one-off request is not a "
+    "standing preference unless the user said 'always', 'never' or 'from now on', or asked you to remember it. "
+    "Write short declarative facts ('User prefers British English'), not instructions to yourself. Skip trivia, "
+    "easily found facts, raw data, task progress, work logs and TODO state; procedures belong in skills. Never "
+    "save transient errors, a missing binary or a claim that a tool does not work. replace and remove find the "
+    "entry by `old_text`, which must match exactly one entry; replace a similar entry rather than add a "
+    "near-duplicate. When a store is full, the error lists its entries: merge or prune, then retry this turn."
 )
 _OPERATION = {
     "type": "object",
@@ -139,9 +137,8 @@ MEMORY = Tool(
     },
     handler=memory,
     guidance=(
-        "You have persistent memory across sessions: when you learn something durable — above all the user's "
-        "preferences, corrections and personal details — save it with the memory tool, and keep entries short "
-        "because both stores have a character limit. The memory shown in this prompt was captured when the "
-        "conversation started; changes made since arrive as a <memory-update> note on a user message.",
+        "Save what you learn that lasts (above all the user's preferences, corrections and personal details) "
+        "with the memory tool, in short entries: both stores have a character limit. The memory in this prompt "
+        "was captured when the conversation started; later changes arrive as a <memory-update> note.",
     ),
 )

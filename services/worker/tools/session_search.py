@@ -213,11 +213,9 @@ SESSION_SEARCH = Tool(
     name="session_search",
     description=(
         "Search and read your earlier conversations with this user (stored messages, not summaries). "
-        "With query: matches grouped by session (a session whose title matches first), 5 messages either side "
-        "of each and the session's first and last 3. With session_id and "
-        "around_message_id: scroll the messages around one. With session_id alone: read that session's "
-        "start and end. With nothing: list recent sessions. If the user gave a URL, file or other direct "
-        "source, inspect that first: past conversations are not evidence of its current contents."
+        "With query: matches by session (title matches first), with the messages around each and each "
+        "session's start and end. With session_id (and around_message_id): read or scroll that session. With "
+        "nothing: recent sessions. Inspect a URL or file the user gave first: past talk is not evidence of it."
     ),
     parameters={
         "type": "object",

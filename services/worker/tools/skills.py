@@ -91,9 +91,8 @@ VIEW_GUIDANCE = ("Skills are procedures saved from earlier work; when a task mat
                  "it with skill_view before you start and follow it.")
 MANAGE_GUIDANCE = (
     "After a hard task (five or more tool calls), an error you worked around, or a procedure the user corrected, "
-    "save the procedure with skill_manage: the steps first, then pitfalls as rules with a short reason. Prefer "
-    "patch to fix or extend a skill, and patch a loaded skill at once when it proved wrong or stale; use edit "
-    "only for a major rewrite.")
+    "save it with skill_manage: steps first, then pitfalls as rules with a short reason. Patch a loaded skill at "
+    "once when it proved wrong or stale; edit only for a major rewrite.")
 
 SKILLS_LIST = Tool(
     name="skills_list",
@@ -119,19 +118,17 @@ SKILL_VIEW = Tool(
 SKILL_MANAGE = Tool(
     name="skill_manage",
     description=(
-        "Save and improve skills (procedures you can load later). Actions: create (new skill; content is the "
-        "whole SKILL.md: '---', name: and description: lines, '---', then the instructions), edit (rewrite "
-        "SKILL.md whole), patch (replace old_string with new_string in SKILL.md, or in file_path; whitespace and "
-        "indentation may differ, but it must match once unless replace_all), delete (moves the skill to the "
-        "archive; pinned skills stay), write_file "
-        "(create or replace file_path with file_content), remove_file (delete file_path). Ask the user before "
-        "create or delete. Bundled skills are read-only. Prefer, in order: (1) patch a skill that was loaded or "
-        "viewed in this conversation; (2) patch an existing umbrella skill for this class of task; (3) add a "
-        "support file (references/, templates/, scripts/) with a one-line pointer in SKILL.md; (4) only then "
-        "create one, never a near-duplicate. A skill is a class-level procedure named for a kind of task, never for "
-        "a ticket, an error or a one-off; user corrections about a kind of task belong in its skill. Load the exact "
-        "file with skill_view before you patch it. Never capture transient errors, missing binaries, unset "
-        "credentials or claims that a tool does not work; capture the fix of a solved setup problem."),
+        "Save and improve skills (procedures you can load later). Actions: create (content: the whole SKILL.md, "
+        "front matter with name and description, then the instructions), edit (rewrite SKILL.md), patch "
+        "(old_string to new_string in SKILL.md or file_path; whitespace may differ; one match unless replace_all), "
+        "delete (archived; pinned skills stay), write_file, remove_file. Ask the user before create or delete. "
+        "Bundled skills are read-only. Prefer, in order: (1) patch a skill loaded or viewed in this conversation; "
+        "(2) patch an umbrella skill for this class of task; (3) add a support file (references/, templates/, "
+        "scripts/) with a one-line pointer in SKILL.md; (4) only then create one, never a near-duplicate. A skill "
+        "is a class-level procedure named for a kind of task, never a ticket, an error or a one-off; corrections "
+        "about a kind of task belong in its skill. skill_view the exact file before you patch it. Never capture "
+        "transient errors, missing binaries, unset credentials or claims that a tool does not work; capture the "
+        "fix of a solved setup problem."),
     parameters={"type": "object", "properties": {
         "action": {"type": "string", "enum": list(ACTIONS), "description": "What to do."},
         "name": _NAME,
