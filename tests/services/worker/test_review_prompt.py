@@ -15,20 +15,20 @@ REGISTRY = register_tools()  # this module's own registry of the built-in tools
 pytestmark = pytest.mark.once  # backend-independent: see tests/conftest.py
 
 # In the memory tool's description: the main agent saves by the same rules.
-MEMORY_RULES = ("never a guess or an inference about the user", "A one-off request is not a standing preference",
+MEMORY_RULES = ("never a guess about the user", "A one-off request is not a standing preference",
                 "'always', 'never' or 'from now on', or asked you to remember it", "'user' is who the user is and how "
-                "they want you to work", "'memory' is your notes on their environment, projects, conventions",
+                "they want you to work", "'memory' is your notes on their environment, projects and conventions",
                 "short declarative facts", "not instructions to yourself", "task progress",
                 "Never save transient errors, a missing binary or a claim that a tool does not work",
                 "replace a similar entry rather than add a near-duplicate")
 # In skill_manage's description, and the system prompt's skill guidance (steps, then pitfalls).
-SKILL_RULES = ("(1) patch a skill that was loaded or viewed", "(2) patch an existing umbrella skill",
+SKILL_RULES = ("(1) patch a skill loaded or viewed", "(2) patch an umbrella skill",
                "(3) add a support file (references/, templates/, scripts/) with a one-line pointer in SKILL.md",
                "(4) only then create one, never a near-duplicate", "class-level procedure named for a kind of task, "
-               "never for a ticket, an error or a one-off", "user corrections about a kind of task belong in its skill",
-               "Load the exact file with skill_view before you patch it", "Never capture transient errors, missing "
+               "never a ticket, an error or a one-off", "corrections about a kind of task belong in its skill",
+               "skill_view the exact file before you patch it", "Never capture transient errors, missing "
                "binaries, unset credentials or claims that a tool does not work", "capture the fix of a solved setup")
-STEPS_FIRST = "the steps first, then pitfalls as rules with a short reason"
+STEPS_FIRST = "steps first, then pitfalls as rules with a short reason"
 
 
 def description(name: str) -> str:

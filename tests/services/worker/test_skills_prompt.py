@@ -57,7 +57,7 @@ def test_the_prompt_carries_one_line_per_unarchived_skill_stale_ones_too(db, set
                        "</available_skills>"])
     assert f"\n\n{block}\n\n" in prompt
     assert "skill_view" in INDEX_HEADER and "gone" not in prompt
-    assert "save the procedure with skill_manage" in prompt  # the tool's guidance sentence
+    assert "save it with skill_manage" in prompt  # the tool's guidance sentence
 
 
 def test_without_the_skill_tools_there_is_no_index(db, settings, user):
