@@ -69,12 +69,7 @@ def park(db: Database, verdict: Verdict, worker_id: str, timeout_seconds: float,
     """Commit the question and park the turn this worker runs (keeping its usage so far); None when it lost it."""
     now = utcnow()
     with db.write() as s:
-        moved = s.execute(
-            update(Turn)
-            .where(Turn.id == verdict.turn_id, Turn.worker_id == worker_id, Turn.status == TurnStatus.running.value)
-            .values(status=PARKED, worker_id=None, heartbeat_at=None, enqueued_at=None, usage=usage or {})
-        ).rowcount
-        if moved != 1:
+        if not park_running(s, verdict.turn_id, worker_id, usage):
             return None
         row = Approval(id=new_id("apr"), user_id=verdict.user_id, session_id=verdict.session_id,
                        turn_id=verdict.turn_id, tool_call_id=verdict.tool_call_id, command=verdict.command,
@@ -116,6 +111,16 @@ def raise_conflict(code: str) -> None:
 
 def _settle(row: Approval, status: ApprovalStatus, by: str, now: datetime) -> None:
     row.status, row.decided_by, row.decided_at = status.value, by, now
+
+
+def park_running(s: Session, turn_id: str, worker_id: str, usage: dict | None, parked: str = PARKED) -> bool:
+    """Move the turn this worker runs to `parked` (no worker held, its usage so far kept); False when it lost it."""
+    moved = s.execute(
+        update(Turn)
+        .where(Turn.id == turn_id, Turn.worker_id == worker_id, Turn.status == TurnStatus.running.value)
+        .values(status=parked, worker_id=None, heartbeat_at=None, enqueued_at=None, usage=usage or {})
+    ).rowcount
+    return moved == 1
 
 
 def resume_parked(s: Session, turn_id: str, now: datetime, parked: str = PARKED) -> Turn | None:

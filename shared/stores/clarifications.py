@@ -19,7 +19,7 @@ from shared.errors import InvalidInput, InvalidState, NotFound
 from shared.ids import new_id
 from shared.models.clarifications import Clarification, ClarificationStatus
 from shared.models.turns import Turn, TurnStatus
-from shared.stores.approvals import resume_parked
+from shared.stores.approvals import park_running, resume_parked
 
 PENDING = ClarificationStatus.pending.value
 PARKED = TurnStatus.awaiting_input.value
@@ -56,12 +56,7 @@ def park(db: Database, ask: Question, worker_id: str, timeout_seconds: float,
     """Commit the question and park the turn this worker runs (keeping its usage so far); None when it lost it."""
     now = utcnow()
     with db.write() as s:
-        moved = s.execute(
-            update(Turn)
-            .where(Turn.id == ask.turn_id, Turn.worker_id == worker_id, Turn.status == TurnStatus.running.value)
-            .values(status=PARKED, worker_id=None, heartbeat_at=None, enqueued_at=None, usage=usage or {})
-        ).rowcount
-        if moved != 1:
+        if not park_running(s, ask.turn_id, worker_id, usage, PARKED):
             return None
         row = Clarification(id=new_id("clr"), user_id=ask.user_id, session_id=ask.session_id, turn_id=ask.turn_id,
                             tool_call_id=ask.tool_call_id, question=ask.question, choices=list(ask.choices),
