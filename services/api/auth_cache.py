@@ -121,23 +121,37 @@ def _apply(cache: AuthCache, message: dict) -> None:
 
 
 async def follow_revocations(cache: AuthCache, settings: Settings) -> None:
-    """Listen for revoked key digests for the life of the process, resubscribing after Redis outages."""
+    """Listen for revoked key digests for the life of the process, resubscribing after Redis outages.
+
+    Whatever goes wrong with one subscription (an error, a hang, a connection that never confirms the
+    subscription) ends it, disarms the cache and starts a fresh one a second later; only cancellation stops
+    the loop.
+    """
     while True:
         try:
             client = get_async_redis(settings, read_timeout=LISTEN_SECONDS + 10)
         except Unavailable:
             return
         try:
-            async with client.pubsub() as pubsub:
-                await pubsub.subscribe(revocation_channel(settings))
-                while True:
-                    message = await pubsub.get_message(timeout=LISTEN_SECONDS)
-                    if message is not None:
-                        _apply(cache, message)
-        except (redis.RedisError, OSError) as exc:
+            await _listen(cache, settings, client)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure means "not listening": disarm and resubscribe
             log.warning("key revocations unheard, auth cache off until Redis answers (%s)", type(exc).__name__)
         finally:
             cache.disarm()
-            with suppress(redis.RedisError, OSError):
+            with suppress(Exception):
                 await client.aclose()
         await asyncio.sleep(RESUBSCRIBE_SECONDS)
+
+
+async def _listen(cache: AuthCache, settings: Settings, client) -> None:
+    """One subscription: arm on its confirmation, drop digests as they come; raise if it is not confirmed."""
+    async with client.pubsub() as pubsub:
+        await asyncio.wait_for(pubsub.subscribe(revocation_channel(settings)), LISTEN_SECONDS)
+        while True:
+            message = await asyncio.wait_for(pubsub.get_message(timeout=LISTEN_SECONDS), LISTEN_SECONDS + 5)
+            if message is not None:
+                _apply(cache, message)
+            elif not cache.armed:
+                raise TimeoutError("the subscription was never confirmed")
