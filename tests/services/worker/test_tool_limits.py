@@ -41,8 +41,10 @@ def test_a_backtracking_pattern_returns_promptly(tmp_data_dir):
     The search runs in a child process because a thread cannot be watched from inside the same process while
     `re` holds the GIL: even a bounded `join` only returns once the regex gives up.
     """
-    child = subprocess.run([sys.executable, "-c", SEARCH_IN_A_CHILD, str(tmp_data_dir), EVIL_FILE, EVIL_PATTERN],
-                           cwd=REPO, capture_output=True, text=True, timeout=15)
+    # 40 bytes: a backtracking engine would need about 2^39 steps (hours), so a generous bound that allows
+    # for a loaded machine's interpreter start-up still tells linear time from backtracking.
+    child = subprocess.run([sys.executable, "-c", SEARCH_IN_A_CHILD, str(tmp_data_dir), "a" * 39 + "!", EVIL_PATTERN],
+                           cwd=REPO, capture_output=True, text=True, timeout=90)
 
     assert child.returncode == 0, child.stderr
     assert child.stdout.strip() == f"No matches for {EVIL_PATTERN!r}."
