@@ -1,7 +1,7 @@
 """`web_search` and `web_extract`: the agent looks things up, and what comes back is data, never instructions.
 
 Search is offered only when a backend is configured (SEARXNG_URL or BRAVE_SEARCH_API_KEY). Extracted
-pages are fetched under services/worker/web/fetch.py's address rule, cut to a size, fenced as untrusted
+pages are fetched under shared/http/fetch.py's address rule, cut to a size, fenced as untrusted
 web content and scanned by the threat scanner: a page that tries to instruct the agent is flagged in the
 result. Both tools only read, so a batch runs them in parallel.
 """
@@ -16,7 +16,7 @@ from shared.errors import HermesError, InvalidInput
 from shared.security.fences import fence, neutralise
 from shared.security.scanner import scan
 from services.worker.tools.registry import Tool, ToolContext
-from services.worker.web.fetch import Fetcher
+from shared.http.fetch import Fetcher
 from services.worker.web.readable import readable
 from services.worker.web.search import backend_for
 

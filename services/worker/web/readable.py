@@ -14,7 +14,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from services.worker.web.fetch import FetchFailed, Page, UnsupportedContent
+from shared.http.fetch import FetchFailed, Page, UnsupportedContent
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
 TEXT_TYPES = {"text/plain", "text/markdown", "text/csv", "application/json", "text/xml", "application/xml"}

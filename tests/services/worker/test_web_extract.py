@@ -15,7 +15,7 @@ from shared.config import Settings
 from shared.security.addresses import AddressRefused
 from services.worker.tools.registry import ToolContext
 from services.worker.tools.web import web_extract
-from services.worker.web.fetch import Fetcher
+from shared.http.fetch import Fetcher
 from tests.support.web_pages import BIG_BYTES, Pages, bomb
 
 pytestmark = pytest.mark.once
@@ -160,7 +160,7 @@ def test_a_pdf_is_read(settings, pages, tmp_path):
     path = tmp_path / "m.pdf"
     with path.open("wb") as out:
         writer.write(out)
-    from services.worker.web.fetch import Page
+    from shared.http.fetch import Page
     from services.worker.web.readable import readable
 
     text = readable(Page("http://x/m.pdf", 200, "application/pdf", path.read_bytes(), False), 1000)
