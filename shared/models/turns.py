@@ -18,14 +18,17 @@ class TurnStatus(str, Enum):
     running = "running"
     awaiting_approval = "awaiting_approval"
     awaiting_input = "awaiting_input"
+    awaiting_children = "awaiting_children"
     completed = "completed"
     failed = "failed"
     cancelled = "cancelled"
 
 
 TERMINAL_STATUSES = frozenset({TurnStatus.completed, TurnStatus.failed, TurnStatus.cancelled})
-# A parked turn waits for a person (an approval, an answer to `clarify`) and holds no worker.
-PARKED_STATUSES = (TurnStatus.awaiting_approval.value, TurnStatus.awaiting_input.value)
+# A parked turn waits for a person (an approval, an answer to `clarify`) or for the children its `delegate_task`
+# started, and holds no worker.
+PARKED_STATUSES = (TurnStatus.awaiting_approval.value, TurnStatus.awaiting_input.value,
+                   TurnStatus.awaiting_children.value)
 
 
 class Turn(SQLModel, table=True):

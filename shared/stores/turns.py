@@ -25,6 +25,7 @@ from shared.models.approvals import Approval, ApprovalStatus
 from shared.models.clarifications import Clarification, ClarificationStatus
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import PARKED_STATUSES, TERMINAL_STATUSES, Turn, TurnStatus
+from shared.stores.delegation_cancel import cancel_children
 from shared.stores.sessions import add_turn_messages
 from shared.stores.turn_slots import as_turn, lock_user, running_elsewhere, send_for_user, take_slots, users_waiting
 
@@ -396,7 +397,10 @@ def _cancel_parked(s: Session, turn: Turn) -> None:
     s.execute(update(Clarification).where(Clarification.turn_id == turn.id,
                                           Clarification.status == ClarificationStatus.pending.value)
               .values(status=ClarificationStatus.expired.value, answered_at=now))
-    waited_for = "an approval" if turn.status == TurnStatus.awaiting_approval.value else "an answer"
+    if turn.status == TurnStatus.awaiting_children.value:
+        cancel_children(s, turn.id, now)  # the children it waited for stop with it, in this transaction
+    waited_for = {TurnStatus.awaiting_approval.value: "an approval",
+                  TurnStatus.awaiting_children.value: "its subtasks"}.get(turn.status, "an answer")
     turn.status, turn.finished_at = TurnStatus.cancelled.value, now
     turn.error_code, turn.error_message = "cancelled", f"Cancelled while waiting for {waited_for}."
 
