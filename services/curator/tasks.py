@@ -1,6 +1,7 @@
 """Curator tasks: the beat's periodic work, each task thin and idempotent.
 
-- sweep_turns: expire approvals nobody answered in time (their turns resume), re-send turns and reviews a lost enqueue or a dead worker left behind, and send
+- sweep_turns: expire approvals nobody answered in time (their turns resume), settle and stop delegated children
+  that ended unseen, ran past their deadline or lost their parent (parents resume), re-send turns and reviews a lost enqueue or a dead worker left behind, and send
   waiting turns their user's free slots allow (never past MAX_RUNNING_TURNS_PER_USER);
 - check_curation (hourly): one curate_skills per user whose curation pass is due;
 - curate_skills: that user's pass (stale / archived skills, backup, ledger), if still due;
@@ -25,7 +26,7 @@ from typing import Callable
 from celery import signals
 from pydantic import BaseModel
 
-from services.curator import cron, curate, expiry, session_end
+from services.curator import cron, curate, delegations, expiry, session_end
 from shared import clock
 from shared.backups import scheduled as scheduled_backups
 from shared.ops import heartbeats
@@ -54,6 +55,7 @@ def sweep(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) 
     """
     db = get_database(settings.sqlalchemy_url)
     expiry.expire_approvals(db, clock.utcnow(), send)
+    delegations.sweep(settings, db, get_redis(settings), send)
     stuck = turns.turns_to_resend(
         db, requeue_after=settings.turn_requeue_after_seconds, lease_seconds=settings.turn_lease_seconds,
         max_running=settings.max_running_turns_per_user,

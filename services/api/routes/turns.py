@@ -14,7 +14,7 @@ from services.api.headers import IdempotencyKey
 from services.api.schemas import error_responses
 from shared.messaging import cancels, events
 from shared.models.turns import TurnCreate, TurnPublic, TurnStatus
-from shared.stores import turns
+from shared.stores import delegations, turns
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,8 @@ def cancel_turn(turn_id: str, db: DbDep, r: RedisDep, settings: SettingsDep, use
     turn = turns.request_cancel(db, user.id, turn_id)
     if turn.status == TurnStatus.cancelled.value:
         _announce_cancelled(r, turn.id, settings.event_stream_ttl_seconds)
+        for child_id in delegations.children_running(db, turn.id):  # they stopped with it: their workers hear now
+            cancels.announce(r, settings, child_id)
     else:
         cancels.announce(r, settings, turn.id)
     return TurnPublic.of(turn)

@@ -9,6 +9,8 @@ A command that needs a human's approval parks the turn (status `awaiting_approva
 once decided, the turn is queued again and the next attempt continues from the parked tool call
 with the decision (`resume_parked`), then carries on as usual. A `clarify` question parks the same way
 (status `awaiting_input`) and resumes with the user's choice, or "no answer" after CLARIFY_TIMEOUT_SECONDS.
+A `delegate_task` call parks it too (status `awaiting_children`) while its child turns run, and resumes with
+their outcomes once the last one ends (services/worker/agent/delegation.py).
 """
 
 from __future__ import annotations
@@ -21,14 +23,17 @@ from shared.clock import utcnow
 from shared.errors import ModelError
 from shared.llm import Cancelled, Completion, ToolCall
 from shared.ops.logs import session_id_var, turn_id_var
+from shared.models.delegations import CHILD_SOURCE
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn, TurnStatus
-from shared.stores import approvals, clarifications, sessions, turns
+from shared.stores import approvals, clarifications, delegations, sessions, turns
 from services.worker.approval.checkpoint import Parked, TurnGate
 from services.worker.approval.guardian_call import model_guardian
 from services.worker.agent import compress
 from services.worker.agent.budget import BUDGET_NOTICE, BUDGET_NOTICE_NAME, IterationBudget
+from services.worker.agent import delegation
 from services.worker.agent.context import TurnContext, after_turn, user_message_for_model
+from services.worker.agent.delegation import DelegateParked, TurnDelegations
 from services.worker.agent.events import TurnEvents
 from services.worker.agent.history import call_name, interrupted_result, to_wire, unanswered_calls
 from services.worker.agent.outcome import (
@@ -106,6 +111,9 @@ class TurnRun:
         except AskParked as parked:
             self.park_question(parked)
             return
+        except DelegateParked as parked:
+            self.park_children(parked)
+            return
         self.finish(outcome)
 
     def release(self) -> None:
@@ -122,7 +130,7 @@ class TurnRun:
         except ModelError as err:
             log.warning("turn failed: %s (%s)", err.message, err.code)
             return Outcome(TurnStatus.failed, error_code=err.code, error_message=err.message)
-        except (Released, Parked, AskParked):
+        except (Released, Parked, AskParked, DelegateParked):
             raise
         except Cancelled:
             if self.rt.shutdown.requested and not self.cancelled():
@@ -219,13 +227,19 @@ class TurnRun:
         The decision is taken once: an attempt that dies while running an approved command leaves it
         answered as interrupted for the next, never run twice.
         """
-        gate, questions = self.settled(open_calls[0]["id"])
-        if gate is None and questions is None:
+        call_id = open_calls[0]["id"]
+        children = delegations.results_for(self.rt.db, self.turn.id, call_id)
+        gate, questions = self.settled(call_id) if children is None else (None, None)
+        if gate is None and questions is None and children is None:
             return False
+        if children is not None:
+            log.info("resuming parked turn: its %d subtask(s) ended", len(children))
         calls = [ToolCall(c["id"], call_name(c), (c.get("function") or {}).get("arguments") or "") for c in open_calls]
         self.messages = []
         ToolBatch(self.tools, self.tool_context(), self.cancelled, gate or self.gate(),
-                  questions or TurnQuestions(self.turn)).run(calls, self.on_tool_result)
+                  questions or TurnQuestions(self.turn),
+                  self.delegations({call_id: children} if children is not None else None)).run(
+            calls, self.on_tool_result)
         return True
 
     def settled(self, call_id: str) -> tuple[TurnGate | None, TurnQuestions | None]:
@@ -240,6 +254,11 @@ class TurnRun:
             return None, None
         log.info("resuming parked turn: question %s was %s", asked.id, asked.status)
         return None, TurnQuestions(self.turn, {call_id: asked})
+
+    def delegations(self, settled: dict | None = None) -> TurnDelegations:
+        """This turn's `delegate_task` calls (`settled`: the children's outcomes it resumed with)."""
+        source = self.session.source if self.session is not None else ""
+        return TurnDelegations(self.rt, self.turn, source, settled)
 
     def gate(self, answers: dict | None = None) -> TurnGate:
         """The approval gate of this turn; the guardian is asked only in smart mode."""
@@ -273,6 +292,11 @@ class TurnRun:
         self.events.emit("clarify.requested", {"clarification_id": row.id, "question": row.question,
                                                "choices": row.choices, "expires_at": row.expires_at.isoformat()})
 
+    def park_children(self, parked: DelegateParked) -> None:
+        """Start the call's children and leave the turn waiting for them (`awaiting_children`)."""
+        if not delegation.park(self.rt, self.turn, parked.plan, self.usage):
+            log.warning("turn finished elsewhere: this worker lost its lease")
+
     def add_turn_context(self, user_message: Message) -> None:
         """Fix, once, what the model is sent for this turn's user message (the text plus context blocks)."""
         if user_message.api_content is not None:
@@ -285,6 +309,7 @@ class TurnRun:
     def summary_answer(self) -> str:
         """The budget ran out: ask once more, without tools, for a summary."""
         notice = {"role": "user", "content": BUDGET_NOTICE}
+        self.usage["budget_exhausted"] = True  # what a parent reads of a child that ran out
         if self.messages[-1] != notice:
             self.append([{**notice, "name": BUDGET_NOTICE_NAME}])
         return self.answer(self.call(None).content)
@@ -341,8 +366,8 @@ class TurnRun:
         """Execute one batch; results are stored and announced in call order."""
         for call in calls:
             self.events.emit("tool.started", {"id": call.id, "name": call.name, "arguments": call.arguments})
-        ToolBatch(self.tools, self.tool_context(), self.cancelled, self.gate(), TurnQuestions(self.turn)).run(
-            calls, self.on_tool_result)
+        ToolBatch(self.tools, self.tool_context(), self.cancelled, self.gate(), TurnQuestions(self.turn),
+                  self.delegations()).run(calls, self.on_tool_result)
 
     def on_tool_result(self, result: CallResult) -> None:
         self.append([{"role": "tool", "content": result.content, "tool_call_id": result.id, "name": result.name}])
@@ -386,6 +411,8 @@ class TurnRun:
         if self.session is not None:
             ctx = TurnContext(self.rt.settings, self.rt.db, self.rt.redis, self.session, self.turn, self.stored_rows())
             after_turn(ctx, outcome.status.value, outcome.output)
+        if self.session is None or self.session.source == CHILD_SOURCE:
+            delegation.child_finished(self.rt, self.turn)  # a child's parent hears of it (no-op for other turns)
 
     def stored_rows(self) -> tuple[Message, ...] | None:
         """The turn's rows as stored, its last ones included: what the after-turn hooks would read back."""

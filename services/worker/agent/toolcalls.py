@@ -34,6 +34,7 @@ from typing import Any, Callable
 from shared.errors import HermesError
 from shared.llm import ToolCall
 from services.worker.approval.checkpoint import CommandGate, Parked, UnattendedGate
+from services.worker.agent.delegation import DelegateParked, TurnDelegations
 from services.worker.agent.questions import AskParked, TurnQuestions
 from services.worker.tools.registry import Tool, ToolContext, ToolRegistry
 
@@ -157,12 +158,14 @@ class ToolBatch:
     """Executes one batch of calls for one turn."""
 
     def __init__(self, registry: ToolRegistry, ctx: ToolContext, cancelled: Callable[[], bool],
-                 gate: CommandGate | None = None, questions: TurnQuestions | None = None) -> None:
+                 gate: CommandGate | None = None, questions: TurnQuestions | None = None,
+                 delegations: TurnDelegations | None = None) -> None:
         self.registry = registry
         self.ctx = ctx
         self.cancelled = cancelled
         self.gate = gate if gate is not None else UnattendedGate(ctx.settings, ctx.workspace)
         self.questions = questions  # None: nobody to ask, the tool's own handler answers
+        self.delegations = delegations  # None: no turn to park, the tool's own handler refuses
 
     def run(self, calls: list[ToolCall], on_result: Callable[[CallResult], None]) -> list[CallResult]:
         """Run the calls; `on_result` sees each result in call order as soon as it and all before it are known."""
@@ -198,6 +201,8 @@ class ToolBatch:
         """Run the call, unless the approval gate refuses its command or parks the turn on it."""
         if p.tool is not None and p.tool.asks_user and p.args is not None and self.questions is not None:
             return self._asked(p, flush)
+        if p.tool is not None and p.tool.delegates and p.args is not None and self.delegations is not None:
+            return self._delegated(p, flush)
         if p.tool is None or p.tool.approval_command is None or p.args is None:
             return self._run_one(p)
         try:
@@ -226,6 +231,18 @@ class ToolBatch:
             return outcome, True
         flush()  # every result before the question is handed out (and stored) first
         raise AskParked(outcome)
+
+    def _delegated(self, p: PreparedCall, flush: Callable[[], None]) -> tuple[str, bool]:
+        """Subtasks for child agents: their outcomes when settled, else the turn parks on new children."""
+        try:
+            p.tool.check_arguments(p.args)
+            outcome = self.delegations.check(p.call.id, p.args)
+        except HermesError as exc:
+            return error_content(exc.message), False
+        if isinstance(outcome, str):
+            return outcome, True
+        flush()  # every result before the call is handed out (and stored) first
+        raise DelegateParked(outcome)
 
     def _parallel(self, segment: list[PreparedCall]) -> dict[str, tuple[str, bool]]:
         outcomes: dict[str, tuple[str, bool]] = {}

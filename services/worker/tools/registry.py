@@ -73,6 +73,9 @@ class Tool:
     deadline: Callable[["ToolContext", dict[str, Any]], float] | None = None
     # The call asks the user and waits (clarify): the batch parks the turn on it (agent/questions.py).
     asks_user: bool = False
+    # The call starts child agents and waits for them (delegate_task): the batch parks the turn on it
+    # (agent/delegation.py).
+    delegates: bool = False
     # Whether the stack can serve this tool under these settings (a backend configured); None: always.
     available: Callable[[Settings], bool] | None = None
 
@@ -136,6 +139,11 @@ class ToolRegistry:
         """The read-only tools and those of `toolsets`: what a turn from a less trusted source may call."""
         wanted = set(toolsets)
         return ToolRegistry(t for t in self._tools.values() if t.read_only or t.toolset in wanted)
+
+    def without(self, toolsets: Iterable[str]) -> "ToolRegistry":
+        """Every tool but those of `toolsets`: what a child agent may call."""
+        unwanted = set(toolsets)
+        return ToolRegistry(t for t in self._tools.values() if t.toolset not in unwanted)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

@@ -4,17 +4,23 @@ A chat, the OpenAI endpoint and the api get every offered tool. A signed webhook
 text an outside system sent, so its turns get the read-only tools (files read, searches, skills read, the
 web) and only the further toolsets WEBHOOK_TOOLSETS and the route's own `toolsets` name: no terminal and no
 memory writes by default.
+
+A child agent's session (`delegate_task`) gets every offered tool but those of CHILD_EXCLUDED_TOOLSETS: no
+memory writes, no further delegation (depth 1), no questions to a user nobody watches, no files sent to the chat,
+no scheduled jobs that would outlive it.
 """
 
 from __future__ import annotations
 
 from shared.config import Settings
 from shared.db import Database
+from shared.models.delegations import CHILD_SOURCE
 from shared.models.sessions import ChatSession
 from shared.stores import webhook_routes
 from services.worker.tools.registry import ToolRegistry
 
 WEBHOOK_SOURCE = "webhook"
+CHILD_EXCLUDED_TOOLSETS = ("memory", "delegate", "clarify", "send_file", "cronjob")
 
 
 def toolset_names(raw: str) -> list[str]:
@@ -25,6 +31,8 @@ def tools_for_source(tools: ToolRegistry, source: str, settings: Settings, route
     """The tools a turn of a session from `source` may see and call (`route_toolsets`: its webhook route's)."""
     if source == WEBHOOK_SOURCE:
         return tools.narrowed(toolset_names(settings.webhook_toolsets) + toolset_names(route_toolsets))
+    if source == CHILD_SOURCE:
+        return tools.without(CHILD_EXCLUDED_TOOLSETS)
     return tools
 
 
