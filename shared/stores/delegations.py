@@ -23,7 +23,7 @@ from shared.models.delegations import CHILD_SOURCE, Delegation, DelegationStatus
 from shared.models.sessions import ChatSession
 from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.stores.approvals import park_running, resume_parked
-from shared.stores.delegation_cancel import cancel_children, stop_child_turns
+from shared.stores.delegation_cancel import PARENT_CANCELLED, cancel_children, stop_child_turns
 from shared.stores.turn_slots import take_slots
 from shared.stores.turns import add_turn
 
@@ -216,3 +216,12 @@ def children_running(db: Database, parent_turn_id: str) -> list[str]:
         return list(s.scalars(select(Turn.id).join(Delegation, Delegation.child_turn_id == Turn.id)
                               .where(Delegation.turn_id == parent_turn_id,
                                      Turn.status == TurnStatus.running.value)))
+
+
+def stopped_with_parent(db: Database, parent_turn_id: str) -> list[Delegation]:
+    """The parent's children that its cancellation stopped, in task order (to announce)."""
+    with db.read() as s:
+        return list(s.exec(select(Delegation).where(Delegation.turn_id == parent_turn_id,
+                                                    Delegation.status == DelegationStatus.cancelled.value,
+                                                    Delegation.error == PARENT_CANCELLED)
+                           .order_by(Delegation.position)))

@@ -12,7 +12,7 @@ from services.api.accept import accept_turn, request_hash
 from services.api.deps import CurrentUser, DbDep, EnqueueDep, RecentTurnsDep, RedisDep, SettingsDep
 from services.api.headers import IdempotencyKey
 from services.api.schemas import error_responses
-from shared.messaging import cancels, events
+from shared.messaging import cancels, delegate_events, events
 from shared.models.turns import TurnCreate, TurnPublic, TurnStatus
 from shared.stores import delegations, turns
 
@@ -71,12 +71,19 @@ def cancel_turn(turn_id: str, db: DbDep, r: RedisDep, settings: SettingsDep, use
     """Cancel a queued turn now or ask its worker to stop a running one; 409 turn_finished once it ended."""
     turn = turns.request_cancel(db, user.id, turn_id)
     if turn.status == TurnStatus.cancelled.value:
+        _stop_children(db, r, settings, turn.id)
         _announce_cancelled(r, turn.id, settings.event_stream_ttl_seconds)
-        for child_id in delegations.children_running(db, turn.id):  # they stopped with it: their workers hear now
-            cancels.announce(r, settings, child_id)
     else:
         cancels.announce(r, settings, turn.id)
     return TurnPublic.of(turn)
+
+
+def _stop_children(db, r: redis.Redis, settings, turn_id: str) -> None:
+    """The children a parked parent waited for stopped with it: its stream says so, their workers hear it now."""
+    for row in delegations.stopped_with_parent(db, turn_id):
+        delegate_events.publish(r, row)
+    for child_id in delegations.children_running(db, turn_id):
+        cancels.announce(r, settings, child_id)
 
 
 def _announce_cancelled(r: redis.Redis, turn_id: str, ttl_seconds: int) -> None:
