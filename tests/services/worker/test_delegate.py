@@ -255,3 +255,18 @@ def test_an_orphaned_child_is_stopped_by_the_sweep(db, user, session, model, run
 
     assert rows_of(db, turn.id)[0].status == "cancelled"
     assert turns.get_turn(db, None, row.child_turn_id).status == "cancelled"
+
+
+def test_delegate_task_is_offered_only_when_configured_and_its_first_call_cost_is_known(db, user, model, runtime):
+    """Unset (DELEGATE_MAX_CHILDREN=0) the first call is unchanged; set, the schema's bytes are printed."""
+    sizes = {}
+    for cap in (0, 3):
+        session = sessions.create_session(db, user.id)
+        model.script(text("Hello."))
+        turn = post_turn(db, user.id, session.id, "Hello!")
+        drain_session(runtime(delegate_max_children=cap), session.id)
+        wait_finished(db, turn.id)
+        first = model.requests[-1]
+        assert ("delegate_task" in offered(first)) == (cap > 0)
+        sizes[cap] = int(first.headers.get("content-length") or 0)
+    print(f"\ndelegate_task adds {sizes[3] - sizes[0]} bytes to a session's first call ({sizes[0]:,} -> {sizes[3]:,})")
