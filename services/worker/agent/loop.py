@@ -408,11 +408,13 @@ class TurnRun:
             data["usage"] = self.usage
         self.events.emit(event, data)
         self.record_metrics(outcome.status)
-        if self.session is not None:
-            ctx = TurnContext(self.rt.settings, self.rt.db, self.rt.redis, self.session, self.turn, self.stored_rows())
-            after_turn(ctx, outcome.status.value, outcome.output)
         if self.session is None or self.session.source == CHILD_SOURCE:
-            delegation.child_finished(self.rt, self.turn)  # a child's parent hears of it (no-op for other turns)
+            # A child's parent hears of it (a no-op for other turns). A child writes no memory, so no after-turn
+            # hook runs for it: no review of its session, no provider sync.
+            delegation.child_finished(self.rt, self.turn)
+            return
+        ctx = TurnContext(self.rt.settings, self.rt.db, self.rt.redis, self.session, self.turn, self.stored_rows())
+        after_turn(ctx, outcome.status.value, outcome.output)
 
     def stored_rows(self) -> tuple[Message, ...] | None:
         """The turn's rows as stored, its last ones included: what the after-turn hooks would read back."""

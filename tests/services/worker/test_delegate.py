@@ -12,7 +12,7 @@ from shared.clock import utcnow
 from shared.errors import NotFound
 from shared.models.delegations import CHILD_SOURCE
 from shared.queue.payloads import RunTurn
-from shared.stores import delegations, sessions, turns
+from shared.stores import delegations, reviews, sessions, turns
 from services.curator import delegations as delegation_sweep
 from services.worker.agent.drain import drain_session
 from tests.fakes.model import text, tool_call
@@ -101,13 +101,14 @@ def test_a_child_gets_no_memory_writes_delegation_questions_or_jobs(db, user, se
     assert sessions.get_session(db, user.id, row.child_session_id).source == CHILD_SOURCE
 
     model.on("look around", text("Nothing here."))
-    drain_session(runtime(), row.child_session_id)
+    drain_session(runtime(memory_review_interval=1, skill_review_interval=1), row.child_session_id)
 
     child_call = next(r for r in model.requests if "Goal: look around" in json.dumps(r.body["messages"]))
     assert {"read_file", "terminal"} <= offered(child_call)
     assert not offered(child_call) & {"memory", "delegate_task", "clarify", "cronjob"}
     parent_call = model.requests[0]
     assert "delegate_task" in offered(parent_call)
+    assert reviews.counters(db, row.child_session_id) is None  # no review of a child's session: it writes no memory
 
 
 def test_a_child_that_loops_hits_its_own_budget_and_is_reported(db, user, session, model, runtime, redis_client):
