@@ -15,7 +15,7 @@ from shared.queue.payloads import RunTurn
 from shared.stores import delegations, reviews, sessions, turns
 from services.curator import delegations as delegation_sweep
 from services.worker.agent.drain import drain_session
-from tests.fakes.model import text, tool_call
+from tests.fakes.model import fail, text, tool_call
 from tests.services.worker.helpers import post_turn, stream, wait_finished
 from tests.support.factories import make_user
 from tests.support.waiting import wait_until
@@ -271,3 +271,22 @@ def test_delegate_task_is_offered_only_when_configured_and_its_first_call_cost_i
         assert ("delegate_task" in offered(first)) == (cap > 0)
         sizes[cap] = int(first.headers.get("content-length") or 0)
     print(f"\ndelegate_task adds {sizes[3] - sizes[0]} bytes to a session's first call ({sizes[0]:,} -> {sizes[3]:,})")
+
+
+def test_a_child_that_fails_is_reported_with_its_error(db, user, session, model, runtime, redis_client):
+    model.script(tool_call([("delegate_task", {"tasks": [{"goal": "break the model"}]}, "d1")]))
+    turn = post_turn(db, user.id, session.id, "go")
+    drain_session(runtime(), session.id)
+    [row] = rows_of(db, turn.id)
+
+    model.on("break the model", fail(400, "this request is malformed"))
+    drain_session(runtime(), row.child_session_id)
+
+    [row] = rows_of(db, turn.id)
+    assert row.status == "failed" and row.error
+    failed = [d for kind, d in stream(redis_client, turn.id) if kind == "delegate.failed"]
+    assert [(d["status"], d["error"]) for d in failed] == [("failed", row.error)]
+    model.script(text("The subtask failed."))
+    drain_session(runtime(), session.id)
+    assert wait_finished(db, turn.id).status == "completed"
+    assert tool_result(db, turn.id)["results"][0]["status"] == "failed"
