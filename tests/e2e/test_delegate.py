@@ -4,6 +4,7 @@ parent; a looping child is stopped by its own budget and reported; a cancelled p
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 
@@ -117,3 +118,30 @@ def test_a_parent_cancelled_mid_way_leaves_no_child_running(stack, model):
     stopped = [d for kind, d in stream(stack, turn_id) if kind == "delegate.failed"]
     assert sorted(d["child_turn_id"] for d in stopped) == sorted(children)
     assert {d["status"] for d in stopped} == {"cancelled"}
+
+
+def test_a_worker_killed_mid_child_has_the_child_finished_elsewhere_and_the_parent_answers(fake_model, model):
+    crash = Stack(model_url=fake_model.base_url, env_overrides={
+        "DELEGATE_MAX_CHILDREN": "3", "TURN_LEASE_SECONDS": "2", "TURN_HEARTBEAT_SECONDS": "0.3",
+        "TURN_REQUEUE_AFTER_SECONDS": "1", "SWEEP_INTERVAL_SECONDS": "0.5"})
+    model.on("survive the crash", tool_call([("delegate_task", {"tasks": [{"goal": "crash-child work"}]})]),
+             text("The subtask survived."))
+    model.on("crash-child work", text("never delivered", latency=120), text("Done after the crash."))
+    with crash:
+        crash.start_api()
+        doomed = crash.start_worker("worker-a", concurrency=4)
+        key = crash.create_user("e2e-delegate-crash")
+        with crash.client(key) as c:
+            session_id, turn_id = start_turn(c, "survive the crash")
+            wait_until(lambda: any("crash-child work" in json.dumps(r.body) for r in model.requests), timeout=30,
+                       what="the child at the model")
+            doomed.signal(signal.SIGKILL)
+            doomed.popen.wait(10)
+
+            crash.start_worker("worker-b", concurrency=4)
+            crash.start_curator()
+            done = wait_for_turn(c, turn_id, timeout=60)
+            [result] = delegate_result(c, session_id)["results"]
+
+    assert (done["status"], done["output"]) == ("completed", "The subtask survived.")
+    assert (result["status"], result["summary"]) == ("completed", "Done after the crash.")
