@@ -19,6 +19,7 @@ from services.worker.tools import clarify, cronjob, files, patch, session_search
 from services.worker.tools import memory as memory_tool
 from services.worker.tools import skills as skill_tools
 from services.worker.tools.registry import ToolRegistry
+from services.worker.mcp_client import tools as mcp_tools
 
 
 def register_tools(tools: ToolRegistry | None = None) -> ToolRegistry:
@@ -41,6 +42,8 @@ def register_tools(tools: ToolRegistry | None = None) -> ToolRegistry:
     tools.add(clarify.CLARIFY, toolset="clarify")
     tools.add(todo.TODO, toolset="todo")
     tools.add(cronjob.CRONJOB, toolset="cronjob")
+    # Offered only to a user with MCP servers; their tools join the turn when loaded (mcp_client/tools.py).
+    tools.add(mcp_tools.MCP_TOOLS, toolset="mcp", read_only=True)
     return tools
 
 
