@@ -8,55 +8,23 @@ calls one, and answers with what the tool returned.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.fakes.mcp_stage import stage
 from tests.fakes.model import text, tool_call
-from tests.support.env import free_port
+from tests.support.mcp_servers import HttpServer
 from tests.support.processes import ROOT, Stack, wait_for_turn
-from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.once]
-SERVER = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
 
 
 def answer_with_last_result(body: dict):
     """The model's answer quotes the latest tool result, so the answer shows what the server returned."""
     results = [m["content"] for m in body["messages"] if m.get("role") == "tool"]
     return text(f"The tool said: {results[-1]}")
-
-
-class HttpServer:
-    """The SDK server over streamable HTTP on a fixed loopback port, restartable."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(self.port)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(self.listening, timeout=30, what="the MCP server to listen")
-
-    def listening(self) -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-            return True
-        except OSError:
-            return False
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -71,11 +39,9 @@ def stack(fake_model):
 
 @pytest.fixture
 def http_server():
-    server = HttpServer()
-    server.start()
+    server = HttpServer().start()
     yield server
-    if server.proc.poll() is None:
-        server.kill()
+    server.kill()
 
 
 def new_user(stack: Stack, name: str) -> tuple[str, str]:
