@@ -23,6 +23,7 @@ from shared.mcp import health
 from shared.messaging.connections import get_redis
 from shared.security.fences import fence
 from services.worker.tools.registry import Tool, ToolContext, ToolRegistry
+from services.worker.tools.terminal import sandbox_for
 
 from .pool import Target, pool_for
 from .schemas import describe, listing
@@ -36,7 +37,11 @@ LISTED_TOOLS = 200
 
 
 def target(ctx: ToolContext, server: str) -> Target:
+    """The server as this user calls it; a stdio server is refused where the terminal would be (no sandbox
+    on a server with several users)."""
     scope, config = mcp_servers.find(ctx.settings.data_dir, ctx.user_id, server)
+    if config.transport == "stdio":
+        sandbox_for(ctx)
     return Target(scope, config, ctx.user_id, ctx.workspace)
 
 
