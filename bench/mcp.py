@@ -19,7 +19,7 @@ from services.worker.mcp_client.pool import Pool, Target
 from services.worker.sandbox import Sandbox
 from shared.config import load_settings
 from shared.messaging.connections import get_redis
-from shared.models.mcp import McpServerIn
+from shared.mcp.servers import McpServerIn
 
 RUNS = 8
 CALLS = 40

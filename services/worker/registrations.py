@@ -15,11 +15,10 @@ from services.worker.agent.prompt import ORDER_MEMORY, ORDER_PROVIDER, ORDER_SKI
 from services.worker.features import memory, providers, skills, titles
 from services.worker.hooks import Hooks
 from services.worker.review.trigger import on_turn_finished
-from services.worker.tools import clarify, cronjob, files, patch, session_search, terminal, todo, web
+from services.worker.tools import clarify, cronjob, files, mcp_loader, patch, session_search, terminal, todo, web
 from services.worker.tools import memory as memory_tool
 from services.worker.tools import skills as skill_tools
 from services.worker.tools.registry import ToolRegistry
-from services.worker.mcp_client import tools as mcp_tools
 
 
 def register_tools(tools: ToolRegistry | None = None) -> ToolRegistry:
@@ -43,7 +42,7 @@ def register_tools(tools: ToolRegistry | None = None) -> ToolRegistry:
     tools.add(todo.TODO, toolset="todo")
     tools.add(cronjob.CRONJOB, toolset="cronjob")
     # Offered only to a user with MCP servers; their tools join the turn when loaded (mcp_client/tools.py).
-    tools.add(mcp_tools.MCP_TOOLS, toolset="mcp", read_only=True)
+    tools.add(mcp_loader.MCP_TOOLS, toolset="mcp", read_only=True)
     return tools
 
 

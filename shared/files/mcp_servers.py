@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from shared.errors import Conflict, InvalidInput, NotFound
 from shared.files.atomic import atomic_write
-from shared.models.mcp import McpServerIn
+from shared.mcp.servers import McpServerIn
 
 GLOBAL = "global"
 

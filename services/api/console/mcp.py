@@ -15,7 +15,7 @@ from shared.errors import Conflict, NotFound
 from shared.files import mcp_servers
 from shared.mcp import health
 from shared.messaging.connections import get_redis
-from shared.models.mcp import McpServerIn, McpServerPublic
+from shared.mcp.servers import McpServerIn, McpServerPublic
 from shared.queue.names import PROBE_MCP_SERVER
 from shared.queue.payloads import ProbeMcpServer
 

@@ -7,14 +7,13 @@ worker last saw (shared/mcp/health.py); `POST …/{name}/test` asks a worker to 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.concurrency import run_in_threadpool
 
 from services.api.deps import Credentials, EnqueueDep, SettingsDep, RedisDep, current_user, matches_secret
 from services.api.schemas import error_responses
 from shared.errors import Conflict, Forbidden
 from shared.files import mcp_servers
 from shared.mcp import health
-from shared.models.mcp import McpServerIn, McpServerPublic
+from shared.mcp.servers import McpServerIn, McpServerPublic
 from shared.queue.names import PROBE_MCP_SERVER
 from shared.queue.payloads import ProbeMcpServer
 

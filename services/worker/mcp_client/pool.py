@@ -25,7 +25,7 @@ from mcp_types import CONNECTION_CLOSED
 from shared.config import Settings
 from shared.errors import Unavailable, HermesError
 from shared.mcp import health
-from shared.models.mcp import McpServerIn
+from shared.mcp.servers import McpServerIn
 from services.worker.sandbox import Sandbox
 
 from . import remote, sandboxed

@@ -155,16 +155,3 @@ def for_turn(tools: ToolRegistry, settings: Settings, user_id: str, session_id: 
             if descriptor["name"] in wanted and descriptor["name"] not in out and (writes or descriptor["read_only"]):
                 out.register(loaded_tool(server, descriptor))
     return out
-
-
-MCP_TOOLS = Tool(
-    name=NAME,
-    description=("Use tools of the MCP servers configured for you: action=load offers a server's tools as "
-                 "mcp_<server>_<tool> from your next step on; action=list shows them first."),
-    parameters={"type": "object", "properties": {
-        "server": {"type": "string"},
-        "action": {"type": "string", "enum": ["load", "list"]},
-        "tools": {"type": "array", "items": {"type": "string"}, "description": "load only these"},
-    }, "required": ["server"]},
-    handler=mcp_tools,
-)

@@ -15,7 +15,7 @@ from services.worker.agent.drain import drain_session
 from services.worker.mcp_client.remote import checked
 from services.worker.mcp_client.schemas import bounded, model_name
 from shared.files import mcp_servers
-from shared.models.mcp import McpServerIn
+from shared.mcp.servers import McpServerIn
 from shared.security.addresses import AddressRefused
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, wait_finished

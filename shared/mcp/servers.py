@@ -1,4 +1,5 @@
-"""MCP server configuration as the API, the CLI and the settings files spell it, and what a listing shows."""
+"""MCP server configuration as the API, the CLI and the settings files spell it, and what a listing shows
+(here, not in shared/models: the settings files in shared/files are read with it, and file stores import no models)."""
 
 from __future__ import annotations
 
