@@ -25,12 +25,13 @@ def add_parser(commands, client_options: list[argparse.ArgumentParser]) -> None:
     mine.add_argument("--key", help="your API key with --mine (default: HSTACK_API_KEY)")
     parents = [*client_options, mine]
     actions.add_parser("list", parents=parents, help="servers with state, tool count and last error")
-    add = actions.add_parser("add", parents=parents, help="add a stdio server (-- argv…) or an HTTP one (--server-url)")
+    add = actions.add_parser("add", parents=parents, help="add a stdio server (--command …) or an HTTP one (--server-url)")
     add.add_argument("name")
     add.add_argument("--server-url", dest="server_url", help="a streamable-HTTP server's URL")
     add.add_argument("--header", action="append", default=[], help="NAME=VALUE sent to an HTTP server; repeatable")
     add.add_argument("--env", action="append", default=[], help="NAME=VALUE for a stdio server; repeatable")
-    add.add_argument("argv", nargs=argparse.REMAINDER, help="-- the stdio server's command and arguments")
+    add.add_argument("--command", nargs=argparse.REMAINDER, dest="argv", default=[],
+                     help="last: the stdio server's command and its arguments (run in the sandbox)")
     for action, text in (("remove", "forget a server"), ("test", "connect now and show what the server offers")):
         actions.add_parser(action, parents=parents, help=text).add_argument("name")
 
@@ -53,9 +54,9 @@ def run(client: ApiClient, args: argparse.Namespace, out: TextIO, clock: Callabl
 
 
 def body_of(args: argparse.Namespace) -> dict[str, Any]:
-    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    argv = args.argv
     if bool(args.server_url) == bool(argv):
-        raise CliError("give either --server-url URL or -- COMMAND ARGS… (a stdio server)")
+        raise CliError("give either --server-url URL or --command PROGRAM ARGS… (a stdio server), not both")
     body: dict[str, Any] = {"name": args.name}
     if args.server_url:
         body["url"] = args.server_url
