@@ -23,8 +23,10 @@ MAX_LIST_PAGES = 20
 class Connection:
     """A session's state as the worker's threads see it: ready (or failed), its tools, why it ended."""
 
-    def __init__(self, opener: Opener, connect_timeout: float, describe_extra: Callable[[], str] = lambda: "") -> None:
+    def __init__(self, opener: Opener, connect_timeout: float, describe_extra: Callable[[], str] = lambda: "",
+                 on_drop: Callable[[str], None] = lambda error: None) -> None:
         self.opener = opener
+        self.on_drop = on_drop  # told (on the loop) when a ready session ends by itself
         self.connect_timeout = connect_timeout
         self.describe_extra = describe_extra
         self.settled = threading.Event()  # set once ready or failed
@@ -33,6 +35,7 @@ class Connection:
         self.tools: list[types.Tool] = []
         self.error: str | None = None
         self._stop: asyncio.Event | None = None
+        self.closing = False  # the pool ended it: not a drop
 
     async def run(self) -> None:
         """Open, initialise, list the tools, then hold the session until it ends."""
@@ -52,6 +55,8 @@ class Connection:
         finally:
             self.alive = False
             self.settled.set()
+            if self.session is not None and not self.closing:
+                self.on_drop(self.error or "the connection ended")
 
     def end(self, why: str | None = None) -> None:
         """End the session (called on the loop: output ended, a fault seen, or the pool closing it)."""

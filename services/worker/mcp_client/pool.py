@@ -1,8 +1,8 @@
 """Every MCP session of one worker process, on one event loop thread, behind a blocking API for tools.
 
 A stdio server runs once per user (in that user's sandbox), an HTTP server once per configuration. A server
-that fails to start or drops is tried again with backoff (MCP_RECONNECT_*): until then a call gets at once
-a `ServerDown` naming the server and its last error. Every attempt and every drop is written to the server's
+that fails to start or drops is tried again at the next call, then with backoff (MCP_RECONNECT_*): until then
+a call gets at once a `ServerDown` naming the server and its last error. Every attempt and every drop is written to the server's
 health in Redis, which `hstack mcp list`, the api and the console show.
 """
 
@@ -125,11 +125,13 @@ class Pool:
         health.record(self.redis, scope, name, "starting")
         holder: dict[str, sandboxed.Server] = {}
         conn = Connection(self.opener(target, holder), self.settings.mcp_connect_timeout_seconds,
-                          lambda: holder["server"].said() if "server" in holder else "")
+                          lambda: holder["server"].said() if "server" in holder else "",
+                          on_drop=lambda error: self.loop.run_in_executor(None, self.noticed, target, error))
         asyncio.run_coroutine_threadsafe(conn.run(), self.loop)
         deadline = time.monotonic() + self.settings.mcp_connect_timeout_seconds + 10
         while not conn.settled.wait(POLL_SECONDS):
             if cancelled() or time.monotonic() > deadline:
+                conn.closing = True
                 self.loop.call_soon_threadsafe(conn.end, "it did not start in time")
                 break
         if not conn.alive:
@@ -161,10 +163,15 @@ class Pool:
 
         return stdio
 
+    def noticed(self, target: Target, error: str) -> None:
+        """A session ended by itself (its server died): the health says so at once, not at the next call."""
+        health.record(self.redis, target.scope, target.server.name, "failed", error=error)
+
     def dropped(self, target: Target, conn: Connection, error: str) -> None:
         """A live session ended: forget it, end it on the loop and count a failure."""
         if self.conns.get(target.key) is conn:
             del self.conns[target.key]
+        conn.closing = True
         self.loop.call_soon_threadsafe(conn.end, error)
         self.failed(target, error)
 
@@ -172,7 +179,9 @@ class Pool:
         previous = self.failures.get(target.key)
         count = previous.count + 1 if previous else 1
         base, cap = self.settings.mcp_reconnect_base_seconds, self.settings.mcp_reconnect_max_seconds
-        self.failures[target.key] = Failure(count, time.monotonic() + min(cap, base * 2 ** (count - 1)), error)
+        # The first failure is retried at the next call (a crashed stdio server just restarts); then backoff.
+        delay = 0.0 if count == 1 else min(cap, base * 2 ** (count - 2))
+        self.failures[target.key] = Failure(count, time.monotonic() + delay, error)
         health.record(self.redis, target.scope, target.server.name, "failed", error=error)
 
     def down(self, target: Target) -> ServerDown:
@@ -201,6 +210,7 @@ class Pool:
     def close(self) -> None:
         """End every session (their stdio processes are stopped)."""
         for conn in list(self.conns.values()):
+            conn.closing = True
             self.loop.call_soon_threadsafe(conn.end, "the worker stopped")
         self.conns.clear()
 

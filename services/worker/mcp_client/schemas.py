@@ -9,6 +9,8 @@ from typing import Any
 
 import mcp_types as types
 
+from shared.security.fences import neutralise
+
 DESCRIPTION_CHARS = 400
 LISTING_CHARS = 120
 NAME_CHARS = 64  # the longest function name OpenAI-compatible providers accept
@@ -49,7 +51,7 @@ def _type_only(spec: Any) -> dict[str, Any]:
 def describe(server: str, tool: types.Tool, max_bytes: int) -> dict[str, Any]:
     """What a turn needs to offer and call one tool (stored in Redis beside the server's health)."""
     schema, reduced = bounded(tool.input_schema, max_bytes)
-    text = " ".join((tool.description or "").split())[:DESCRIPTION_CHARS]
+    text = neutralise(" ".join((tool.description or "").split())[:DESCRIPTION_CHARS])  # the server's words
     if reduced:
         text += " (argument details cut: the schema was too large)"
     read_only = bool(tool.annotations and tool.annotations.read_only_hint)

@@ -8,18 +8,25 @@ private address refused with an error naming it.
 from __future__ import annotations
 
 import json
+import uuid
+from pathlib import Path
 
+import psutil
 import pytest
 
 from services.worker.agent.drain import drain_session
 from services.worker.mcp_client.remote import checked
 from services.worker.mcp_client.schemas import bounded, model_name
 from shared.files import mcp_servers
+from shared.mcp import health
+from shared.messaging.connections import get_redis
 from shared.mcp.servers import McpServerIn
 from shared.security.addresses import AddressRefused
+from tests.fakes.mcp_stage import stage
 from tests.fakes.model import text, tool_call
 from tests.services.worker.helpers import post_turn, wait_finished
 from tests.support.mcp_servers import HttpServer
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +161,34 @@ def test_names_and_schemas_stay_bounded():
     assert reduced and slim["properties"]["p1"] == {"type": "string"} and slim["required"] == ["p1"]
     assert len(json.dumps(slim)) <= 4000
     assert bounded({"type": "array"}, 4000) == ({"type": "object", "properties": {}}, True)
+
+
+def test_a_stdio_server_killed_mid_session_shows_failed_at_once_and_restarts_at_the_next_call(
+        db, user, session, model, make_runtime, settings):
+    runtime = make_runtime()
+    workspace = Path(settings.data_dir) / "users" / user.id / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    tag = uuid.uuid4().hex
+    mcp_servers.add(settings.data_dir, user.id, McpServerIn(name="local", command=[*stage(workspace), "--tag", tag]),
+                    max_servers=20)
+    model.script(tool_call([("mcp_tools", {"server": "local"})]), tool_call([("mcp_local_echo", {"text": "one"})]),
+                 text("ok"))
+    post_turn(db, user.id, session.id, "echo one")
+    drain_session(runtime, session.id)
+    assert "echo:one" in json.loads(results(model.requests[-1])[-1])["output"]
+
+    [server] = [p for p in psutil.process_iter(["cmdline"]) if tag in " ".join(p.info["cmdline"] or [])
+                and "mcp_server.py" in " ".join(p.info["cmdline"] or []) and p.info["cmdline"][0].endswith("python3")]
+    server.kill()
+    r = get_redis(settings)
+    shown = wait_until(lambda: health.read(r, user.id, "local")["state"] == "failed" and health.read(r, user.id, "local"),
+                       timeout=30, what="the health to show the drop")
+    assert shown["last_error"] == "the server process ended"
+
+    model.script(tool_call([("mcp_local_echo", {"text": "two"})]), text("ok"))
+    turn = post_turn(db, user.id, session.id, "echo two")
+    drain_session(runtime, session.id)
+
+    wait_finished(db, turn.id)
+    assert "echo:two" in json.loads(results(model.requests[-1])[-1])["output"]
+    assert health.read(r, user.id, "local")["state"] == "ready"
