@@ -169,6 +169,7 @@ class Settings(BaseSettings):
     mcp_max_servers: int = Field(20, ge=1, le=200, alias="MCP_MAX_SERVERS")
     mcp_reconnect_base_seconds: float = Field(1.0, ge=0, alias="MCP_RECONNECT_BASE_SECONDS")
     mcp_reconnect_max_seconds: float = Field(300.0, ge=0, alias="MCP_RECONNECT_MAX_SECONDS")
+    mcp_idle_seconds: float = Field(900.0, gt=0, alias="MCP_IDLE_SECONDS")
 
     console_secret: SecretStr | None = Field(None, alias="CONSOLE_SECRET")
     console_session_hours: float = Field(12.0, gt=0, le=24 * 90, alias="CONSOLE_SESSION_HOURS")

@@ -32,6 +32,7 @@ from . import remote, sandboxed
 from .connection import Connection, describe
 
 POLL_SECONDS = 0.1
+IDLE_SWEEP_SECONDS = 30.0
 
 
 class ServerDown(Unavailable):
@@ -81,7 +82,10 @@ class Pool:
         self.conns: dict[tuple[str, ...], Connection] = {}
         self.failures: dict[tuple[str, ...], Failure] = {}
         self.locks: dict[tuple[str, ...], threading.Lock] = {}
+        self.used: dict[tuple[str, ...], float] = {}
         self.guard = threading.Lock()
+        self.sweep_every = min(IDLE_SWEEP_SECONDS, settings.mcp_idle_seconds / 2)
+        self.loop.call_soon_threadsafe(self.loop.call_later, self.sweep_every, self.sweep_idle)
 
     def tools(self, target: Target, cancelled: Callable[[], bool] = lambda: False) -> list[types.Tool]:
         """The server's tools, connecting when it has no live session."""
@@ -110,6 +114,7 @@ class Pool:
     def connection(self, target: Target, cancelled: Callable[[], bool]) -> Connection:
         """The target's live session, opened now unless a recent failure's backoff still runs."""
         with self.lock_for(target.key):
+            self.used[target.key] = time.monotonic()
             conn = self.conns.get(target.key)
             if conn is not None and conn.alive:
                 return conn
@@ -202,6 +207,16 @@ class Pool:
                 if cancelled() or time.monotonic() > deadline:
                     future.cancel()
                     raise TimeoutError() from None
+
+    def sweep_idle(self) -> None:
+        """End sessions nobody called for MCP_IDLE_SECONDS (a user's stdio server stops; the next call restarts it)."""
+        cutoff = time.monotonic() - self.settings.mcp_idle_seconds
+        for key, conn in list(self.conns.items()):
+            if self.used.get(key, 0.0) < cutoff and self.conns.get(key) is conn:
+                del self.conns[key]
+                conn.closing = True
+                conn.end("idle")
+        self.loop.call_later(self.sweep_every, self.sweep_idle)
 
     def lock_for(self, key: tuple[str, ...]) -> threading.Lock:
         with self.guard:

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from services.worker.agent.drain import drain_session
+from services.worker.mcp_client.pool import Pool, Target
 from services.worker.mcp_client.remote import checked
 from services.worker.mcp_client.schemas import bounded, model_name
 from shared.files import mcp_servers
@@ -192,3 +193,17 @@ def test_a_stdio_server_killed_mid_session_shows_failed_at_once_and_restarts_at_
     wait_finished(db, turn.id)
     assert "echo:two" in json.loads(results(model.requests[-1])[-1])["output"]
     assert health.read(r, user.id, "local")["state"] == "ready"
+
+
+def test_an_idle_session_is_closed_and_the_next_call_opens_a_new_one(settings, small, user, tmp_path):
+    custom = settings.model_copy(update={"mcp_allow": "127.0.0.1", "mcp_idle_seconds": 1.0})
+    pool = Pool(custom, get_redis(custom))
+    target = Target(user.id, McpServerIn(name="web", url=small.url), user.id, tmp_path)
+    first = pool.tools(target)
+
+    wait_until(lambda: target.key not in pool.conns, timeout=10, what="the idle session to close")
+
+    assert [t.name for t in pool.tools(target)] == [t.name for t in first]
+    assert "echo:back" in pool.call(target, "echo", {"text": "back"}).content[0].text
+    assert health.read(get_redis(custom), user.id, "web")["state"] == "ready"
+    pool.close()
