@@ -64,11 +64,16 @@ def tool_results(stack: Stack, key: str, session_id: str) -> list[str]:
     return [m["content"] for m in messages if m["role"] == "tool"]
 
 
+def hstack_mcp(stack: Stack, key: str, *args: str) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-m", "services.cli.main", "mcp", *args, "--mine", "--key", key,
+                           "--url", stack.base_url], capture_output=True, text=True, cwd=ROOT, env=stack.env, timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
 def hstack_mcp_list(stack: Stack, key: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "services.cli.main", "mcp", "list", "--mine", "--key", key,
-                           "--url", stack.base_url], capture_output=True, text=True, cwd=ROOT, env=stack.env, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    code, out = hstack_mcp(stack, key, "list")
+    assert code == 0, out
+    return out
 
 
 def test_an_http_server_is_called_goes_down_is_shown_down_and_comes_back(stack, model, http_server):
@@ -104,6 +109,10 @@ def test_an_http_server_is_called_goes_down_is_shown_down_and_comes_back(stack, 
 
     assert "echo:back" in back["output"]
     assert " ready " in hstack_mcp_list(stack, key)
+
+    http_server.kill()
+    code, out = hstack_mcp(stack, key, "test", "web")  # a worker connects now: the server is down again
+    assert code == 1 and "failed" in out and "last error:" in out
 
 
 def test_a_stdio_server_runs_in_its_users_sandbox_and_a_write_parks_for_approval(stack, model):
