@@ -91,6 +91,17 @@ class Pool:
         """The server's tools, connecting when it has no live session."""
         return self.connection(target, cancelled).tools
 
+    def check(self, target: Target) -> list[types.Tool]:
+        """Reach the server now (a live session is pinged, a dead one reopened) and record its health."""
+        conn = self.connection(target, lambda: False)
+        try:
+            self.wait(conn.session.send_ping(), self.settings.mcp_connect_timeout_seconds, lambda: False)
+        except Exception as exc:  # noqa: BLE001 - whatever failed, the session is no longer usable
+            self.dropped(target, conn, conn.error or describe(exc))
+            conn = self.connection(target, lambda: False)
+        health.record(self.redis, target.scope, target.server.name, "ready", tools=len(conn.tools))
+        return conn.tools
+
     def call(self, target: Target, tool: str, args: dict[str, Any],
              cancelled: Callable[[], bool] = lambda: False) -> types.CallToolResult:
         """Call one tool; ServerDown when the server cannot be reached or drops, ToolFailed when it refuses."""

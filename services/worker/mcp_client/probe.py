@@ -33,7 +33,7 @@ def probe(settings: Settings, server: str, user_id: str | None) -> bool:
         workspace = Path(settings.data_dir) / "users" / runner / "workspace"
         workspace.mkdir(parents=True, exist_ok=True)
         target = Target(scope, config, runner, workspace)
-        tools = pool_for(settings, r).tools(target)
+        tools = pool_for(settings, r).check(target)
     except HermesError as exc:
         log.info("mcp probe of %s: %s", server, exc.message)
         return False

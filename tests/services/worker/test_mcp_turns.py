@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from services.worker.agent.drain import drain_session
-from services.worker.mcp_client.pool import Pool, Target
+from services.worker.mcp_client.pool import Pool, ServerDown, Target
 from services.worker.mcp_client.remote import checked
 from services.worker.mcp_client.schemas import bounded, model_name
 from shared.files import mcp_servers
@@ -207,3 +207,23 @@ def test_an_idle_session_is_closed_and_the_next_call_opens_a_new_one(settings, s
     assert "echo:back" in pool.call(target, "echo", {"text": "back"}).content[0].text
     assert health.read(get_redis(custom), user.id, "web")["state"] == "ready"
     pool.close()
+
+
+def test_a_check_pings_a_live_session_so_a_server_gone_since_is_found_down(settings, user, tmp_path):
+    """Reproduction: `hstack mcp test` reused the live HTTP session without a request and never saw the server die."""
+    custom = settings.model_copy(update={"mcp_allow": "127.0.0.1", "mcp_reconnect_base_seconds": 0.0})
+    r = get_redis(custom)
+    server = HttpServer().start()
+    pool = Pool(custom, r)
+    target = Target(user.id, McpServerIn(name="probe", url=server.url), user.id, tmp_path)
+    try:
+        assert len(pool.check(target)) == 3
+        server.kill()
+        with pytest.raises(ServerDown, match="MCP server 'probe' is down"):
+            pool.check(target)
+        assert health.read(r, user.id, "probe")["state"] == "failed"
+        server.start()
+        assert len(pool.check(target)) == 3 and health.read(r, user.id, "probe")["state"] == "ready"
+    finally:
+        server.kill()
+        pool.close()
