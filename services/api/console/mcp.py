@@ -46,6 +46,7 @@ def add_server(request: Request, user: ConsoleUser, form: ConsoleForm):
             raise Conflict(f"The owner already configured an MCP server named {body.name!r}.")
         mcp_servers.add(state.settings.data_dir, user.id, body, max_servers=state.settings.mcp_max_servers)
         health.forget(get_redis(state.settings), user.id, body.name)
+        health.record(get_redis(state.settings), user.id, body.name, "starting")
         state.enqueue(PROBE_MCP_SERVER, ProbeMcpServer(server=body.name, user_id=user.id))
 
     return attempt(request, "/mcp", add, "Added: a worker is connecting to it.")

@@ -50,6 +50,7 @@ def add_server(body: McpServerIn, settings: SettingsDep, r: RedisDep, enqueue: E
         raise Conflict(f"The owner already configured an MCP server named {body.name!r}.")
     mcp_servers.add(settings.data_dir, scope, body, max_servers=settings.mcp_max_servers)
     health.forget(r, scope, body.name)
+    health.record(r, scope, body.name, "starting")  # until the worker asked below records what it found
     enqueue(PROBE_MCP_SERVER, ProbeMcpServer(server=body.name, user_id=None if scope == mcp_servers.GLOBAL else scope))
     return McpServerPublic.of(body, "global" if scope == mcp_servers.GLOBAL else "user", health.read(r, scope, body.name))
 

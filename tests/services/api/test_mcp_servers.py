@@ -24,7 +24,7 @@ def test_a_user_adds_lists_tests_and_removes_their_server_and_a_worker_is_asked_
     assert made.status_code == 201, made.text
     assert made.json() | {"checked_at": None} == {
         "name": "home", "scope": "user", "transport": "http", "command": None, "url": "https://ha.example/mcp",
-        "state": "unknown", "tools": 0, "last_error": None, "last_seen": None, "checked_at": None}
+        "state": "starting", "tools": 0, "last_error": None, "last_seen": None, "checked_at": None}
     assert "s3cret" not in client.get(PATH, headers=user.headers).text
     assert [(n, p) for n, p, _ in enqueued.calls if n == PROBE_MCP_SERVER] == [
         (PROBE_MCP_SERVER, {"server": "home", "user_id": user.id})]

@@ -15,7 +15,7 @@ from tests.support.factories import make_user
 def test_the_owner_and_a_user_add_list_and_remove_servers(hstack, db):
     user = make_user(db)
     code, out, _ = hstack("mcp", "add", "owner-fs", "--command", "npx", "-y", "@mcp/fs", "/workspace")
-    assert code == 0 and out.startswith("owner-fs") and "unknown" in out and "global" in out
+    assert code == 0 and out.startswith("owner-fs") and "starting" in out and "global" in out
     try:
         code, out, _ = hstack("mcp", "add", "cal", "--server-url", "https://cal.example/mcp", "--header",
                               "Authorization=Bearer tok", "--mine", "--key", user.key)
