@@ -54,6 +54,7 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.search
 	@$(BIN)/python -m bench.user_scope
 	@$(BIN)/python -m bench.sandbox
+	@$(BIN)/python -m bench.mcp
 	@$(BIN)/python -m bench.approval
 	@$(BIN)/python -m bench.compression
 	@$(BIN)/python -m bench.fairness

@@ -163,6 +163,16 @@ class Settings(BaseSettings):
     web_fetch_timeout_seconds: float = Field(20.0, gt=0, alias="WEB_FETCH_TIMEOUT_SECONDS")
     web_extract_max_chars: int = Field(20_000, ge=500, alias="WEB_EXTRACT_MAX_CHARS")
     webhook_toolsets: str = Field("", alias="WEBHOOK_TOOLSETS")
+    mcp_allow: str = Field("", alias="MCP_ALLOW")
+    mcp_connect_timeout_seconds: float = Field(30.0, gt=0, alias="MCP_CONNECT_TIMEOUT_SECONDS")
+    mcp_call_timeout_seconds: float = Field(60.0, gt=0, alias="MCP_CALL_TIMEOUT_SECONDS")
+    mcp_max_tools: int = Field(30, ge=1, le=200, alias="MCP_MAX_TOOLS")
+    mcp_result_max_chars: int = Field(20_000, ge=500, alias="MCP_RESULT_MAX_CHARS")
+    mcp_schema_max_bytes: int = Field(4_000, ge=256, alias="MCP_SCHEMA_MAX_BYTES")
+    mcp_max_servers: int = Field(20, ge=1, le=200, alias="MCP_MAX_SERVERS")
+    mcp_reconnect_base_seconds: float = Field(1.0, ge=0, alias="MCP_RECONNECT_BASE_SECONDS")
+    mcp_reconnect_max_seconds: float = Field(300.0, ge=0, alias="MCP_RECONNECT_MAX_SECONDS")
+    mcp_idle_seconds: float = Field(900.0, gt=0, alias="MCP_IDLE_SECONDS")
 
     console_secret: SecretStr | None = Field(None, alias="CONSOLE_SECRET")
     console_session_hours: float = Field(12.0, gt=0, le=24 * 90, alias="CONSOLE_SESSION_HOURS")
@@ -175,7 +185,7 @@ class Settings(BaseSettings):
             raise ValueError("APPROVAL_MODE must be manual, smart or off")
         return value
 
-    @field_validator("webhook_callback_allow")
+    @field_validator("webhook_callback_allow", "mcp_allow")
     @classmethod
     def _allow_list(cls, value: str) -> str:
         from shared.security.addresses import Allowlist

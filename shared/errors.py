@@ -16,6 +16,8 @@
      ├── PayloadTooLarge (413, payload_too_large)
      ├── RateLimited (429, rate_limited)
      ├── Unavailable (503, service_unavailable)
+     │    └── ServerDown (503, mcp_server_down)      services.worker.mcp_client: an MCP server unreachable now
+     ├── ToolFailed (502, mcp_tool_failed)           services.worker.mcp_client: an MCP server refused a call
      └── ModelError (502, model_error)           raised by shared.llm; a turn fails with its code
           ├── ModelAuthError (model_auth_failed)       401/403 from the provider: a bad key
           ├── ModelRequestError (model_bad_request)    another 4xx: the request was refused

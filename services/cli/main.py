@@ -15,6 +15,7 @@ from services.cli import curator as curator_cmd
 from services.cli import search as search_cmd
 from services.cli import reviews as reviews_cmd
 from services.cli import cron as cron_cmd
+from services.cli import mcp as mcp_cmd
 from services.cli.client import ApiClient, CliError, admin_key, base_url, user_key
 
 # Commands that act for one user through the api with that user's key: name -> run(client, args, out).
@@ -89,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     search_cmd.add_parser(commands, client)
     reviews_cmd.add_parser(commands, client)
     cron_cmd.add_parser(commands, client)
+    mcp_cmd.add_parser(commands, client)
     gateway_admin.add_parsers(commands, client)
     importer.add_parser(commands)
     logs.add_parser(commands)
@@ -112,6 +114,10 @@ def dispatch(args: argparse.Namespace) -> int:
     if args.command in USER_COMMANDS:
         with ApiClient(url, user_key(args.key)) as client:
             return USER_COMMANDS[args.command](client, args, sys.stdout)
+    if args.command == "mcp":
+        key = user_key(args.key) if args.mine else admin_key(args.admin_key)
+        with ApiClient(url, key) as client:
+            return mcp_cmd.run(client, args, sys.stdout)
     if args.command == "chat":
         with ApiClient(url, user_key(args.key)) as client:
             return chat.chat(client, sys.stdin, sys.stdout, session_id=args.session)

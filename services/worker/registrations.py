@@ -15,7 +15,9 @@ from services.worker.agent.prompt import ORDER_MEMORY, ORDER_PROVIDER, ORDER_SKI
 from services.worker.features import memory, providers, skills, titles
 from services.worker.hooks import Hooks
 from services.worker.review.trigger import on_turn_finished
-from services.worker.tools import clarify, cronjob, delegate, files, patch, session_search, terminal, todo, web
+from services.worker.tools import (
+    clarify, cronjob, delegate, files, mcp_loader, patch, session_search, terminal, todo, web,
+)
 from services.worker.tools import memory as memory_tool
 from services.worker.tools import skills as skill_tools
 from services.worker.tools.registry import ToolRegistry
@@ -42,6 +44,8 @@ def register_tools(tools: ToolRegistry | None = None) -> ToolRegistry:
     tools.add(todo.TODO, toolset="todo")
     tools.add(cronjob.CRONJOB, toolset="cronjob")
     tools.add(delegate.DELEGATE_TASK, toolset="delegate")
+    # Offered only to a user with MCP servers; their tools join the turn when loaded (mcp_client/tools.py).
+    tools.add(mcp_loader.MCP_TOOLS, toolset="mcp", read_only=True)
     return tools
 
 

@@ -16,10 +16,11 @@ from pydantic import ValidationError
 from shared.config import get_settings
 from shared.ops.logs import setup_logging
 from shared.queue.app import get_celery
-from shared.queue.names import RESUME_TURN, REVIEW_SESSION, RUN_TURN
-from shared.queue.payloads import ResumeTurn, ReviewSession, RunTurn
+from shared.queue.names import PROBE_MCP_SERVER, RESUME_TURN, REVIEW_SESSION, RUN_TURN
+from shared.queue.payloads import ProbeMcpServer, ResumeTurn, ReviewSession, RunTurn
 from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
+from services.worker.mcp_client.probe import probe
 from services.worker.agent.outcome import TRANSIENT_ERRORS
 from services.worker.agent.drain import send
 from services.worker.runtime import SHUTDOWN, current_runtime, get_runtime, stop_runtime
@@ -68,6 +69,17 @@ def review_session(self, **kwargs) -> int:
         log.error("review_session dropped a malformed payload: %s", exc.errors(include_url=False))
         return 0
     return drain_reviews(get_runtime(), payload.session_id)
+
+
+@app.task(name=PROBE_MCP_SERVER)
+def probe_mcp_server(**kwargs) -> bool:
+    """Connect to one MCP server and record its health and tools (`hstack mcp test`)."""
+    try:
+        payload = ProbeMcpServer(**kwargs)
+    except ValidationError as exc:
+        log.error("probe_mcp_server dropped a malformed payload: %s", exc.errors(include_url=False))
+        return False
+    return probe(get_runtime().settings, payload.server, payload.user_id)
 
 
 @signals.celeryd_init.connect

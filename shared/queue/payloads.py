@@ -72,3 +72,13 @@ class TickCron(BaseModel):
     """Settle ended runs of scheduled jobs, then claim the due jobs and send their runs' turns."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class ProbeMcpServer(BaseModel):
+    """Connect to an MCP server and list its tools, recording its health (`hstack mcp test`); `user_id` None: the
+    owner's server, started in a workspace of its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    server: str
+    user_id: str | None = None

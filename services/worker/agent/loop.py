@@ -49,7 +49,8 @@ from services.worker.agent.toolcalls import CallResult, ToolBatch
 from services.worker.runtime import Runtime
 from services.worker.shutdown import Released
 from services.worker.tools.registry import ToolContext, ToolRegistry
-from services.worker.tools.toolsets import tools_for_session
+from services.worker.mcp_client import tools as mcp_tools
+from services.worker.tools.toolsets import WEBHOOK_SOURCE, tools_for_session
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +190,9 @@ class TurnRun:
     def tools(self) -> ToolRegistry:
         """The tools this turn's source may use (services/worker/tools/toolsets.py), worked out once."""
         if self._tools is None:
-            self._tools = tools_for_session(self.rt.tools, self.rt.settings, self.rt.db, self.session)
+            offered = tools_for_session(self.rt.tools, self.rt.settings, self.rt.db, self.session)
+            self._tools = mcp_tools.for_turn(offered, self.rt.settings, self.turn.user_id, self.turn.session_id,
+                                             writes=self.session.source != WEBHOOK_SOURCE)
         return self._tools
 
     def begin(self, session: ChatSession) -> None:
@@ -368,6 +371,8 @@ class TurnRun:
             self.events.emit("tool.started", {"id": call.id, "name": call.name, "arguments": call.arguments})
         ToolBatch(self.tools, self.tool_context(), self.cancelled, self.gate(), TurnQuestions(self.turn),
                   self.delegations()).run(calls, self.on_tool_result)
+        if any(call.name == mcp_tools.NAME for call in calls):
+            self._tools = None  # an MCP server's tools were loaded: the next call offers them
 
     def on_tool_result(self, result: CallResult) -> None:
         self.append([{"role": "tool", "content": result.content, "tool_call_id": result.id, "name": result.name}])

@@ -203,6 +203,8 @@ class ToolBatch:
             return self._asked(p, flush)
         if p.tool is not None and p.tool.delegates and p.args is not None and self.delegations is not None:
             return self._delegated(p, flush)
+        if p.tool is not None and p.tool.approval_write is not None and p.args is not None:
+            return self._gated_write(p, flush)
         if p.tool is None or p.tool.approval_command is None or p.args is None:
             return self._run_one(p)
         try:
@@ -218,6 +220,23 @@ class ToolBatch:
         if check.action == "refuse":
             return check.refusal or error_content("The command was refused."), False
         flush()  # every result before the parked call is handed out (and stored) first
+        raise Parked(check.verdict)
+
+    def _gated_write(self, p: PreparedCall, flush: Callable[[], None]) -> tuple[str, bool]:
+        """A write the gate cannot read as a command (an MCP tool's): run, refused, or the turn parks on it."""
+        try:
+            p.tool.check_arguments(p.args)
+        except HermesError as exc:
+            return error_content(exc.message), False
+        check_write = getattr(self.gate, "check_write", None)
+        if check_write is None:  # a gate that knows only commands cannot judge it: nobody approved it
+            return error_content(f"{p.call.name}: a write by an MCP tool needs approval and none can be asked."), False
+        check = check_write(p.call.id, p.call.name, p.tool.approval_write(p.args))
+        if check.action == "run":
+            return self._run_one(p)
+        if check.action == "refuse":
+            return check.refusal or error_content("The write was refused."), False
+        flush()
         raise Parked(check.verdict)
 
     def _asked(self, p: PreparedCall, flush: Callable[[], None]) -> tuple[str, bool]:

@@ -89,6 +89,14 @@ def _reader(workspace: Path | None) -> Workspace | None:
     return Workspace(workspace) if workspace is not None else None
 
 
+MCP_WRITE = "a write by an MCP tool"
+
+
+def write_key(tool: str) -> str:
+    """What a session approval of an MCP write remembers: that tool, whatever its arguments."""
+    return f"{MCP_WRITE}: {tool}"[:255]
+
+
 class UnattendedGate:
     """No human to ask and no guardian: the floor and deny list apply, and a dangerous command is refused."""
 
@@ -102,6 +110,13 @@ class UnattendedGate:
             return Check("run")
         log.info("approval gate refused a %s command in unattended work (%s)", tool, decision.rule)
         return Check("refuse", refusal_for(decision))
+
+    def check_write(self, call_id: str, tool: str, shown: str) -> Check:
+        """An MCP write runs unattended only with approvals off."""
+        if self.settings.approval_mode == "off":
+            return Check("run")
+        return Check("refuse", refusal_for(Decision("refuse", f"{MCP_WRITE} ({tool}) needs a human's approval and "
+                                                    "none can be asked here", "unattended")))
 
 
 class TurnGate:
@@ -143,6 +158,26 @@ class TurnGate:
         if decision.action == "run":
             return Check("run")
         return Check("refuse", refusal_for(decision))
+
+    def check_write(self, call_id: str, tool: str, shown: str) -> Check:
+        """An MCP tool's write: asked unless approvals are off or the session approved this tool already."""
+        answer = self.answers.pop(call_id, None)
+        if answer is not None:
+            if answer.status != ApprovalStatus.approved.value:
+                return Check("refuse", refusal_for_answer(answer, self.settings.approval_timeout_seconds))
+            return Check("run")
+        key = write_key(tool)
+        if self.settings.approval_mode == "off" or key in approvals.session_keys(self.db, self.turn.session_id) \
+                or MCP_WRITE in self.allowed_kinds():
+            return Check("run")
+        verdict = Verdict(user_id=self.turn.user_id, session_id=self.turn.session_id, turn_id=self.turn.id,
+                          tool_call_id=call_id, command=shown, reason=f"{MCP_WRITE} ({tool})", rule="mcp_write",
+                          key=key)
+        if not self.turn.interactive:
+            approvals.record(self.db, verdict, approved=False)
+            return Check("refuse", refusal_for(Decision("refuse", f"{MCP_WRITE} ({tool}) needs a human's approval "
+                                                        "and none can be asked here", "unattended", key)))
+        return Check("ask", verdict=verdict)
 
     def approved(self, answer: Approval, now: Decision) -> Decision:
         """A human's approval holds for what they saw: a file it runs that changed since is asked about again."""

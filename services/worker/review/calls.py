@@ -22,7 +22,8 @@ from services.worker.agent.toolcalls import ToolBatch
 from services.worker.runtime import Runtime
 from services.worker.tools.registry import ToolContext, ToolRegistry
 from services.worker.tools.skills import writing_as
-from services.worker.tools.toolsets import tools_for_session
+from services.worker.mcp_client import tools as mcp_tools
+from services.worker.tools.toolsets import WEBHOOK_SOURCE, tools_for_session
 
 REVIEW_TOOLS = ("memory", "skills_list", "skill_view", "skill_manage")
 RESETS = {"memory": "memory", "skill_manage": "skill"}  # the counter a successful write resets
@@ -83,8 +84,10 @@ class ReviewCalls:
     def __init__(self, runtime: Runtime, review: Review, cancelled: Callable[[], bool]) -> None:
         self.rt = runtime
         self.review = review
-        self.offered = tools_for_session(runtime.tools, runtime.settings, runtime.db,
-                                         sessions.get_session(runtime.db, None, review.session_id))
+        session = sessions.get_session(runtime.db, None, review.session_id)
+        self.offered = mcp_tools.for_turn(tools_for_session(runtime.tools, runtime.settings, runtime.db, session),
+                                          runtime.settings, review.user_id, review.session_id,
+                                          writes=session.source != WEBHOOK_SOURCE)
         self.tools = review_tools(runtime.tools)
         self.cancelled = cancelled
         self.ctx = ToolContext(user_id=review.user_id, session_id=review.session_id, turn_id=review.id,

@@ -224,15 +224,16 @@ def check(sandbox: Sandbox) -> None:
 
 
 def launch(command: str, *, workspace: Path, sandbox: Sandbox, stdout, stderr=subprocess.STDOUT,
-           workdir: str = "", group: Group | None = None) -> subprocess.Popen:
+           workdir: str = "", group: Group | None = None, stdin=subprocess.DEVNULL) -> subprocess.Popen:
     """Start the command in its own process group, in `workdir` (workspace-relative, already checked),
-    inside the user's cgroup `group` (from cgroup.acquire) when there is one."""
+    inside the user's cgroup `group` (from cgroup.acquire) when there is one. `stdin` is a pipe only for a
+    process spoken to (an MCP server); a command has none."""
     workspace = Path(workspace)
     uid = run_as(sandbox)
     if uid is not None:
         hand_over(workspace, uid)
     room = quota.room_left(workspace, sandbox.limits.quota_mb)
-    common = dict(stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, start_new_session=True)
+    common = dict(stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True)
     if sandbox.kind == "none":
         env = clean_env(str(workspace), sandbox.env_passthrough)
         # Without a user namespace the count would include the worker's own threads; only a

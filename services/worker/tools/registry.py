@@ -68,6 +68,8 @@ class Tool:
     guidance: tuple[str, ...] = ()  # sentences for the system prompt; shared ones are said once
     # The shell command this call would run, for the approval gate.
     approval_command: Callable[[dict[str, Any]], str | None] | None = None
+    # A write with no shell command to judge (an MCP tool's): what the human is shown when the gate asks.
+    approval_write: Callable[[dict[str, Any]], str] | None = None
     # Seconds this call may run before its turn gives up on it; None: TOOL_TIMEOUT_SECONDS. For tools whose
     # arguments set their own time limit (terminal's `timeout`), so the batch never cuts them short.
     deadline: Callable[["ToolContext", dict[str, Any]], float] | None = None
