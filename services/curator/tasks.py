@@ -8,6 +8,7 @@
 - end_session: a session a client ended (/new): the memory provider's on_session_end, once;
 - back_up_server: a whole-server backup when BACKUP_INTERVAL_HOURS says one is due, the newest BACKUP_KEEP kept.
 - tick_cron: settle ended runs of scheduled jobs, then start the due ones (services/curator/cron.py).
+- check_evolution (only when EVOLVE_SCHEDULE_HOURS > 0): start skill evolution runs on the reviewer pool.
 
 `celery -A services.curator.tasks worker -B -Q curator` runs the beat (its schedule comes from
 shared.queue.schedule through the app config) and the worker that executes these tasks. Curation and
@@ -25,7 +26,7 @@ from typing import Callable
 from celery import signals
 from pydantic import BaseModel
 
-from services.curator import cron, curate, expiry, session_end
+from services.curator import cron, curate, evolution, expiry, session_end
 from shared import clock
 from shared.backups import scheduled as scheduled_backups
 from shared.ops import heartbeats
@@ -34,8 +35,8 @@ from shared.db import get_database
 from shared.ops.logs import setup_logging
 from shared.queue.app import enqueue, get_celery
 from shared.messaging.connections import get_redis
-from shared.queue.names import (BACK_UP_SERVER, CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION,
-                                SWEEP_EXPIRED, SWEEP_TURNS, TICK_CRON)
+from shared.queue.names import (BACK_UP_SERVER, CHECK_CURATION, CHECK_EVOLUTION, CURATE_SKILLS, END_SESSION,
+                                REVIEW_SESSION, SWEEP_EXPIRED, SWEEP_TURNS, TICK_CRON)
 from shared.queue.payloads import ReviewSession
 from shared.queue.turns import send_turn
 from shared.stores import reviews, turns
@@ -125,6 +126,12 @@ def tick_cron() -> dict:
     """Beat entry: one scheduled-jobs tick; returns how many runs it started, missed and settled."""
     done = cron.tick(get_settings())
     return {"started": done.started, "missed": done.missed, "settled": done.settled}
+
+
+@app.task(name=CHECK_EVOLUTION)
+def check_evolution() -> int:
+    """Beat entry (only when EVOLVE_SCHEDULE_HOURS > 0): start runs for skills with enough evidence."""
+    return evolution.check(get_settings())
 
 
 def service_name() -> str:

@@ -16,8 +16,9 @@ from pydantic import ValidationError
 from shared.config import get_settings
 from shared.ops.logs import setup_logging
 from shared.queue.app import get_celery
-from shared.queue.names import RESUME_TURN, REVIEW_SESSION, RUN_TURN
-from shared.queue.payloads import ResumeTurn, ReviewSession, RunTurn
+from shared.queue.names import EVOLVE_SKILL, RESUME_TURN, REVIEW_SESSION, RUN_TURN
+from shared.queue.payloads import EvolveSkill, ResumeTurn, ReviewSession, RunTurn
+from services.worker.evolution.run import run_evolution
 from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
 from services.worker.agent.outcome import TRANSIENT_ERRORS
@@ -68,6 +69,18 @@ def review_session(self, **kwargs) -> int:
         log.error("review_session dropped a malformed payload: %s", exc.errors(include_url=False))
         return 0
     return drain_reviews(get_runtime(), payload.session_id)
+
+
+@app.task(name=EVOLVE_SKILL, bind=True)
+def evolve_skill(self, **kwargs) -> str | None:
+    """Run one skill evolution (queue `review`, the reviewer pool); never retried: a run spends tokens once."""
+    try:
+        payload = EvolveSkill(**kwargs)
+    except ValidationError as exc:
+        log.error("evolve_skill dropped a malformed payload: %s", exc.errors(include_url=False))
+        return None
+    runtime = get_runtime()
+    return run_evolution(runtime.db, runtime.settings, runtime.llm, payload.run_id, runtime.worker_id)
 
 
 @signals.celeryd_init.connect

@@ -10,6 +10,8 @@ SWEEP_EXPIRED = "sweep_expired"
 END_SESSION = "end_session"
 BACK_UP_SERVER = "back_up_server"
 TICK_CRON = "tick_cron"
+EVOLVE_SKILL = "evolve_skill"
+CHECK_EVOLUTION = "check_evolution"
 
 QUEUE_TURNS = "turns"
 QUEUE_REVIEW = "review"
@@ -27,4 +29,6 @@ ROUTES = {
     END_SESSION: {"queue": QUEUE_CURATOR},
     BACK_UP_SERVER: {"queue": QUEUE_CURATOR},
     TICK_CRON: {"queue": QUEUE_CURATOR},
+    EVOLVE_SKILL: {"queue": QUEUE_REVIEW},
+    CHECK_EVOLUTION: {"queue": QUEUE_CURATOR},
 }

@@ -72,3 +72,17 @@ class TickCron(BaseModel):
     """Settle ended runs of scheduled jobs, then claim the due jobs and send their runs' turns."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class EvolveSkill(BaseModel):
+    """Run one skill evolution (its row is committed first, status queued)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+
+
+class CheckEvolution(BaseModel):
+    """The optional schedule: start runs for skills with enough evidence."""
+
+    model_config = ConfigDict(extra="forbid")
