@@ -4,7 +4,8 @@
   waiting turns their user's free slots allow (never past MAX_RUNNING_TURNS_PER_USER);
 - check_curation (hourly): one curate_skills per user whose curation pass is due;
 - curate_skills: that user's pass (stale / archived skills, backup, ledger), if still due;
-- sweep_expired: expire staged memory writes and orphaned turn event streams, end idle sessions;
+- sweep_expired: expire staged memory writes and orphaned turn event streams, end idle sessions, fail evolution
+  runs whose worker died;
 - end_session: a session a client ended (/new): the memory provider's on_session_end, once;
 - back_up_server: a whole-server backup when BACKUP_INTERVAL_HOURS says one is due, the newest BACKUP_KEEP kept.
 - tick_cron: settle ended runs of scheduled jobs, then start the due ones (services/curator/cron.py).
@@ -39,7 +40,7 @@ from shared.queue.names import (BACK_UP_SERVER, CHECK_CURATION, CHECK_EVOLUTION,
                                 REVIEW_SESSION, SWEEP_EXPIRED, SWEEP_TURNS, TICK_CRON)
 from shared.queue.payloads import ReviewSession
 from shared.queue.turns import send_turn
-from shared.stores import reviews, turns
+from shared.stores import evolution_runs, reviews, turns
 
 log = logging.getLogger(__name__)
 app = get_celery()
@@ -104,8 +105,9 @@ def sweep_expired() -> dict:
         ttl_seconds=settings.event_stream_ttl_seconds, scan_limit=settings.stream_sweep_scan_limit,
         cursor_key=f"{settings.broker_key_prefix}curator:streams-cursor")
     ended = session_end.end_idle_sessions(settings, clock.utcnow())
+    interrupted = evolution_runs.fail_stale(get_database(settings.sqlalchemy_url), clock.utcnow())
     return {"staged_expired": staged, "streams_expiring": streams.expiring, "streams_deleted": streams.deleted,
-            "sessions_ended": ended}
+            "sessions_ended": ended, "evolutions_interrupted": interrupted}
 
 
 @app.task(name=END_SESSION)

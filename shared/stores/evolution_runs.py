@@ -60,6 +60,7 @@ def start(db: Database, settings: Settings, user_id: str, skill: str, budget: in
     """A queued run within the user's daily budget; one active run per skill at a time. The caller enqueues its id."""
     evolvable(SkillStore.for_user(db, settings, user_id), skill)
     now = utcnow()
+    fail_stale(db, now, user_id)  # a run whose worker died no longer blocks a new one
     runs, tokens = spent_today(db, user_id, now)
     if runs >= settings.evolve_daily_runs:
         raise RateLimited(f"{runs} evolution run(s) in the last 24 hours; the limit is {settings.evolve_daily_runs} "
@@ -79,6 +80,19 @@ def start(db: Database, settings: Settings, user_id: str, skill: str, budget: in
             raise Conflict(f"An evolution run of {skill!r} is already under way ({busy}).", code="evolution_run_active")
         s.add(run)
     return run
+
+
+def fail_stale(db: Database, now: datetime, user_id: str | None = None) -> int:
+    """Fail running runs whose worker stopped sending heartbeats (killed mid-run): nothing of theirs was staged,
+    since a proposal is written with the run's final state in one transaction. Returns how many."""
+    where = [EvolutionRun.status == EvolutionStatus.running.value, EvolutionRun.heartbeat_at < now - STALE_AFTER]
+    if user_id is not None:
+        where.append(EvolutionRun.user_id == user_id)
+    with db.write() as s:
+        result = s.execute(update(EvolutionRun).where(*where).values(
+            status=EvolutionStatus.failed.value, finished_at=now, stage="",
+            error="The worker running it stopped mid-way; nothing was written."))
+        return result.rowcount or 0
 
 
 def get(db: Database, user_id: str, run_id: str) -> EvolutionRun:

@@ -8,7 +8,10 @@ scores), cancelled or failed. Progress and a heartbeat are written at most every
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 from shared import clock
 from shared.config import Settings
@@ -28,6 +31,7 @@ from shared.stores.skills import SkillStore
 
 log = logging.getLogger(__name__)
 PROGRESS_SECONDS = 1.0
+HEARTBEAT_SECONDS = 30.0  # well inside evolution_runs.STALE_AFTER, even while one model call is slow
 
 
 class _Progress:
@@ -44,6 +48,27 @@ class _Progress:
         evolution_runs.progress(self.db, self.run_id, meter, clock.utcnow())
 
 
+@contextmanager
+def _heartbeat(db: Database, run_id: str, meter: Meter) -> Iterator[None]:
+    """Keep the run's heartbeat fresh while it runs, so only a dead worker's run ever looks stale."""
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(HEARTBEAT_SECONDS):
+            try:
+                evolution_runs.progress(db, run_id, meter, clock.utcnow())
+            except Exception:  # a database blip skips one beat; the next one tries again
+                log.warning("evolution run %s: heartbeat failed", run_id, exc_info=True)
+
+    thread = threading.Thread(target=beat, name=f"evolution-heartbeat-{run_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(5)
+
+
 def run_evolution(db: Database, settings: Settings, llm: LLMClient, run_id: str, worker: str) -> str | None:
     """Run one evolution to its end; the final status, or None when there was nothing to run."""
     run = evolution_runs.claim(db, run_id, worker, clock.utcnow())
@@ -53,7 +78,8 @@ def run_evolution(db: Database, settings: Settings, llm: LLMClient, run_id: str,
                   stop_requested=lambda: evolution_runs.cancel_requested(db, run_id),
                   on_change=_Progress(db, run_id))
     try:
-        status = _run(db, settings, RunModel(llm, meter), run)
+        with _heartbeat(db, run_id, meter):
+            status = _run(db, settings, RunModel(llm, meter), run)
     except Stopped as stop:
         status = EvolutionStatus.cancelled if stop.reason == "cancelled" else EvolutionStatus.no_improvement
         evolution_runs.finish(db, run_id, status, meter, stop.message)
