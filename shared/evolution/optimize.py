@@ -70,7 +70,8 @@ def evolve(model: RunModel, name: str, current: str, train: list[Example], held_
                                      f"needs at least {2 * len(train)}. Nothing is proposed.")
     meter.at("searching (GEPA)")
     result = gepa.optimize(seed_candidate=seed, trainset=train, valset=train, adapter=adapter,
-                           max_metric_calls=gepa_budget, stop_callbacks=[_stopper(meter)], logger=_Quiet(),
+                           max_metric_calls=gepa_budget, logger=_Quiet(),
+                           stop_callbacks=[_stopper(meter), gepa.ScoreThresholdStopper(1.0)],  # perfect on train: done
                            reflection_minibatch_size=min(3, len(train)), seed=0, display_progress_bar=False,
                            raise_on_exception=True, skip_perfect_score=True)
     if meter.cancelled():
