@@ -62,6 +62,7 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.gateway
 	@$(BIN)/python -m bench.cache
 	@$(BIN)/python -m bench.cron
+	@$(BIN)/python -m bench.evolve
 
 clean:
 	rm -rf $(VENV) .pytest_cache
