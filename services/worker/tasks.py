@@ -18,7 +18,6 @@ from shared.ops.logs import setup_logging
 from shared.queue.app import get_celery
 from shared.queue.names import EVOLVE_SKILL, RESUME_TURN, REVIEW_SESSION, RUN_TURN
 from shared.queue.payloads import EvolveSkill, ResumeTurn, ReviewSession, RunTurn
-from services.worker.evolution.run import run_evolution
 from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
 from services.worker.agent.outcome import TRANSIENT_ERRORS
@@ -79,6 +78,8 @@ def evolve_skill(self, **kwargs) -> str | None:
     except ValidationError as exc:
         log.error("evolve_skill dropped a malformed payload: %s", exc.errors(include_url=False))
         return None
+    from services.worker.evolution.run import run_evolution  # gepa loads in ~150 ms: only on a reviewer that runs one
+
     runtime = get_runtime()
     return run_evolution(runtime.db, runtime.settings, runtime.llm, payload.run_id, runtime.worker_id)
 
