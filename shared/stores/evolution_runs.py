@@ -230,7 +230,8 @@ def propose(db: Database, settings: Settings, run_id: str, meter: Meter, summary
         editor = SkillEditor(SkillStore.for_user(db, settings, run.user_id), SkillWriter.user)
         row = skill_staged.planned_row(editor, settings, "patch",
                                        {"name": run.skill, "old_string": baseline, "new_string": proposed})
-        row.summary = f"evolve {run.skill!r}: {summary}"[:1_000]
+        row.summary = (f"evolve {run.skill!r} (run {run.id}): {summary} Cost: {meter.model_calls} model calls, "
+                       f"{meter.tokens:,} tokens.")[:1_000]
         s.add(row)
         _close(run, EvolutionStatus.proposed, utcnow(), summary)
         run.staged_id, run.proposed, run.diff, run.scores = row.id, proposed, row.diff, scores

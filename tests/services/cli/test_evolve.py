@@ -13,25 +13,15 @@ from shared.stores.skills import SkillStore
 from services.worker.evolution.run import run_evolution
 from tests.support.evolution import script_rubric, session_that_loaded
 from tests.support.factories import make_user
+from tests.support.waiting import wait_until
 
 WEAK = "---\nname: {0}\ndescription: Deploy the billing app.\n---\n## Steps\n\n1. Build the image.\n"
 NEEDED = ["run the migrations", "drain the queue"]
 
 
-def queued_run(db, user_id: str, timeout: float = 30.0) -> EvolutionRun:
-    """The user's first run, once the CLI has started it (bounded wait on the row itself)."""
-    appeared = threading.Event()
-    found: list[EvolutionRun] = []
-
-    def look() -> bool:
-        found[:] = evolution_runs.list_runs(db, user_id, 1)
-        return bool(found)
-
-    while not look():
-        if appeared.wait(0.05) or timeout <= 0:
-            raise TimeoutError("the CLI never started a run")
-        timeout -= 0.05
-    return found[0]
+def queued_run(db, user_id: str) -> EvolutionRun:
+    """The user's first run, once the CLI has started it (a bounded wait on the row itself)."""
+    return wait_until(lambda: evolution_runs.list_runs(db, user_id, 1), timeout=30, what="the CLI's run")[0]
 
 
 def test_evolve_skill_follows_the_run_to_its_proposal_with_scores_and_cost(hstack, db, settings, model, monkeypatch):
@@ -72,3 +62,20 @@ def test_cancel_and_the_errors_a_user_sees(hstack, db, settings, monkeypatch):
     assert code == 1 and "already ended" in err
     code, _, err = hstack("evolve", "skill", "no-such-skill", "--no-wait")
     assert code == 1 and "no-such-skill" in err
+
+
+def test_an_operator_starts_a_run_for_a_user_by_name_from_the_server(hstack, db, settings, monkeypatch):
+    import shared.queue.app
+
+    user = make_user(db)
+    SkillEditor(SkillStore.for_user(db, settings, user.id), "review").create("op-notes", WEAK.format("op-notes"))
+    sent: list = []
+    monkeypatch.setattr(shared.queue.app, "enqueue", lambda name, payload: sent.append((name, payload.run_id)))
+
+    code, out, _ = hstack("evolve", "skill", "op-notes", "--user", user.name, "--budget", "12", "--no-wait")
+
+    run = evolution_runs.list_runs(db, user.id, 1)[0]
+    assert code == 0 and f"Run {run.id} of op-notes queued" in out
+    assert sent == [("evolve_skill", run.id)] and run.budget_metric_calls == 12 and run.status == "queued"
+    code, _, err = hstack("evolve", "skill", "op-notes", "--user", "nobody-such", "--no-wait")
+    assert code == 1 and err
