@@ -114,3 +114,17 @@ def test_a_cancelled_run_stages_nothing(db, evolve_settings, user, model):
     found = evolution_runs.get(db, user.id, started.id)
     assert status == "cancelled" and found.status == EvolutionStatus.cancelled.value
     assert found.staged_id is None and skill_staged.list_pending(db, user.id) == []
+
+
+def test_a_skill_that_already_has_every_step_is_not_searched(db, evolve_settings, user, model):
+    name = "deploy-complete"
+    complete = WEAK.format(name) + "2. Run the migrations.\n3. Drain the queue.\n"
+    SkillEditor(SkillStore.for_user(db, evolve_settings, user.id), "review").create(name, complete)
+    for n in range(6):
+        session_that_loaded(db, user.id, name, f"deploy billing {n}", NEEDED)
+    script_rubric(model)
+
+    status, found = run(db, evolve_settings, user.id, name)
+
+    assert status == "no_improvement" and "already scores 1.00 on held-out" in found.summary
+    assert found.metric_calls == found.scores["heldout_tasks"]  # only the held-out baseline was scored
