@@ -99,6 +99,11 @@ def _run(db: Database, settings: Settings, model: RunModel, run: EvolutionRun) -
     store = SkillStore.for_user(db, settings, run.user_id)
     evolution_runs.evolvable(store, run.skill)
     current = read_text(store.get(run.skill).path / SKILL_FILE, SKILL_FILE)
+    if len(current) > settings.evolve_max_skill_chars:
+        evolution_runs.finish(db, run.id, EvolutionStatus.no_improvement, meter,
+                              f"SKILL.md is {len(current):,} characters, over the {settings.evolve_max_skill_chars:,} "
+                              "a candidate may have (EVOLVE_MAX_SKILL_CHARS); nothing is searched or proposed.")
+        return EvolutionStatus.no_improvement
     meter.at("reading the sessions that loaded the skill")
     ids = evolution_evidence.sessions_loading(db, run.user_id, run.skill, settings.evolve_max_sessions)
     train_ids, held_ids = evidence.split(ids)

@@ -128,3 +128,15 @@ def test_a_skill_that_already_has_every_step_is_not_searched(db, evolve_settings
 
     assert status == "no_improvement" and "already scores 1.00 on held-out" in found.summary
     assert found.metric_calls == found.scores["heldout_tasks"]  # only the held-out baseline was scored
+
+
+def test_a_skill_already_over_the_size_limit_is_not_searched(db, evolve_settings, user, model):
+    name = "deploy-huge"
+    SkillEditor(SkillStore.for_user(db, evolve_settings, user.id), "review").create(
+        name, WEAK.format(name) + "Some detail here.\n" * 100)
+    small = evolve_settings.model_copy(update={"evolve_max_skill_chars": 500})
+
+    status, found = run(db, small, user.id, name)
+
+    assert status == "no_improvement" and "over the 500 a candidate may have" in found.summary
+    assert found.model_calls == 0 and model.requests == []
