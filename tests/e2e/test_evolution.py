@@ -11,6 +11,7 @@ import time
 import pytest
 
 from shared.db import Database
+from shared.evolution.evidence import split
 from shared.stores import evolution_runs, sessions, users
 from tests.support.evolution import rubric, script_rubric
 from tests.support.processes import Stack, wait_until
@@ -30,16 +31,19 @@ def stack(fake_model):
         yield s
 
 
-def user_with_weak_skill(stack: Stack, name: str, skill: str):
+def user_with_weak_skill(stack: Stack, name: str, skill: str, held_out_needs: list[str] = NEEDED):
+    """A user whose skill was loaded in 6 sessions; held-out sessions need `held_out_needs`."""
     key = stack.create_user(name)
     client = stack.client(key)
     client.post("/v1/skills", json={"name": skill, "content": WEAK.format(skill)}).raise_for_status()
     db = Database(stack.database_url)
     user_id = users.find_user(db, name).id
-    for n in range(6):
-        session = sessions.create_session(db, user_id)
-        sessions.append_messages(db, session.id, [
-            {"role": "user", "content": f"TASK: ship {skill} {n} STEPS: {' | '.join(NEEDED)}"},
+    ids = [sessions.create_session(db, user_id).id for _ in range(6)]
+    _, held = split(ids)
+    for n, session_id in enumerate(ids):
+        needs = held_out_needs if session_id in held else NEEDED
+        sessions.append_messages(db, session_id, [
+            {"role": "user", "content": f"TASK: ship {skill} {n} STEPS: {' | '.join(needs)}"},
             {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
                 "name": "skill_view", "arguments": json.dumps({"name": skill})}}]},
             {"role": "user", "content": "no, you forgot to drain the queue"}])
@@ -75,6 +79,19 @@ def test_a_run_on_the_reviewer_proposes_a_better_text_approved_then_restored(sta
     restored = client.post(f"/v1/evolution/runs/{done['id']}/restore")
     assert restored.status_code == 200 and restored.json()["restored_at"]
     assert client.get("/v1/skills/ship-billing").json()["content"] == WEAK.format("ship-billing")
+
+
+def test_a_run_whose_best_text_only_fits_train_proposes_nothing(stack, model):
+    client, _, _ = user_with_weak_skill(stack, "evo-overfit", "fit-billing", ["rotate the keys", "warm the cache"])
+    script_rubric(model)
+    run = client.post("/v1/evolution/runs", json={"skill": "fit-billing"}).json()
+    done = wait_until(lambda: ended(client, run["id"]), timeout=120, what="the evolution run to end")
+
+    assert done["status"] == "no_improvement" and done["staged_id"] is None and done["proposal"] is None
+    assert done["scores"]["train_after"] > done["scores"]["train_before"]
+    assert done["scores"]["heldout_after"] == done["scores"]["heldout_before"]
+    assert "only fits the train sessions" in done["summary"]
+    assert client.get("/v1/skills/pending").json()["data"] == []
 
 
 def test_a_reviewer_killed_mid_run_leaves_nothing_staged(stack, model):
