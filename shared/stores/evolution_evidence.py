@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from sqlalchemy import String, cast, func
+from sqlalchemy import String, cast
 from sqlmodel import select
 
 from shared.db import Database
@@ -103,9 +103,3 @@ def _text(message: Message) -> str:
         return f"[{message.name or 'tool'} result] {message.content or ''}"
     return message.content or ""
 
-
-def newest_users_with_skills(db: Database) -> list[str]:
-    """Users with any session at all, for the schedule (it then checks each skill's evidence)."""
-    with db.read() as s:
-        return sorted(s.exec(select(ChatSession.user_id).group_by(ChatSession.user_id)
-                             .having(func.count(ChatSession.id) > 0)))
