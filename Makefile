@@ -64,6 +64,7 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.cache
 	@$(BIN)/python -m bench.cron
 	@$(BIN)/python -m bench.delegate
+	@$(BIN)/python -m bench.evolve
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -38,6 +38,7 @@ from services.api.routes import gateway as gateway_routes
 from services.api.routes import gateway_admin
 from services.api.routes import session_data
 from services.api.routes import cron as cron_routes
+from services.api.routes import evolution as evolution_routes
 from services.api.routes import mcp as mcp_routes
 from services.api.stream_slots import StreamSlots
 from shared.ops import heartbeats
@@ -54,7 +55,8 @@ ROUTERS = (health.router, users.router, sessions.router, turns.router, events.ro
            chat_completions.router, admin.router, memory_routes.router, skills_routes.router,
            search_routes.router, review_routes.router, curator_routes.router, key_routes.router,
            metrics_routes.router, gateway_routes.router, gateway_admin.router, approval_routes.router,
-           session_data.router, clarification_routes.router, cron_routes.router, mcp_routes.router)
+           session_data.router, clarification_routes.router, cron_routes.router, mcp_routes.router,
+           evolution_routes.router)
 
 
 async def _announce_forever(settings: Settings) -> None:

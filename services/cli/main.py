@@ -15,6 +15,7 @@ from services.cli import curator as curator_cmd
 from services.cli import search as search_cmd
 from services.cli import reviews as reviews_cmd
 from services.cli import cron as cron_cmd
+from services.cli import evolve as evolve_cmd
 from services.cli import mcp as mcp_cmd
 from services.cli.client import ApiClient, CliError, admin_key, base_url, user_key
 
@@ -27,6 +28,7 @@ USER_COMMANDS = {
     "reviews": reviews_cmd.run,
     "sessions": data.run_sessions,
     "cron": cron_cmd.run,
+    "evolve": evolve_cmd.run_api,
 }
 
 # Commands that act on this machine directly (its database, DATA_DIR, Redis): name -> run(args, out).
@@ -91,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     reviews_cmd.add_parser(commands, client)
     cron_cmd.add_parser(commands, client)
     mcp_cmd.add_parser(commands, client)
+    evolve_cmd.add_parser(commands, client)
     gateway_admin.add_parsers(commands, client)
     importer.add_parser(commands)
     logs.add_parser(commands)
@@ -111,6 +114,8 @@ def dispatch(args: argparse.Namespace) -> int:
     url = args.url or base_url()
     if args.command == "curator" and args.action == "run":
         return curator_cmd.run_local(args, sys.stdout)
+    if args.command == "evolve" and args.action == "skill" and args.user:
+        return evolve_cmd.run_local(args, sys.stdout)
     if args.command in USER_COMMANDS:
         with ApiClient(url, user_key(args.key)) as client:
             return USER_COMMANDS[args.command](client, args, sys.stdout)

@@ -5,10 +5,12 @@
   waiting turns their user's free slots allow (never past MAX_RUNNING_TURNS_PER_USER);
 - check_curation (hourly): one curate_skills per user whose curation pass is due;
 - curate_skills: that user's pass (stale / archived skills, backup, ledger), if still due;
-- sweep_expired: expire staged memory writes and orphaned turn event streams, end idle sessions;
+- sweep_expired: expire staged memory writes and orphaned turn event streams, end idle sessions, fail evolution
+  runs whose worker died;
 - end_session: a session a client ended (/new): the memory provider's on_session_end, once;
 - back_up_server: a whole-server backup when BACKUP_INTERVAL_HOURS says one is due, the newest BACKUP_KEEP kept.
 - tick_cron: settle ended runs of scheduled jobs, then start the due ones (services/curator/cron.py).
+- check_evolution (only when EVOLVE_SCHEDULE_HOURS > 0): start skill evolution runs on the reviewer pool.
 
 `celery -A services.curator.tasks worker -B -Q curator` runs the beat (its schedule comes from
 shared.queue.schedule through the app config) and the worker that executes these tasks. Curation and
@@ -26,7 +28,7 @@ from typing import Callable
 from celery import signals
 from pydantic import BaseModel
 
-from services.curator import cron, curate, delegations, expiry, session_end
+from services.curator import cron, curate, delegations, evolution, expiry, session_end
 from shared import clock
 from shared.backups import scheduled as scheduled_backups
 from shared.ops import heartbeats
@@ -35,11 +37,11 @@ from shared.db import get_database
 from shared.ops.logs import setup_logging
 from shared.queue.app import enqueue, get_celery
 from shared.messaging.connections import get_redis
-from shared.queue.names import (BACK_UP_SERVER, CHECK_CURATION, CURATE_SKILLS, END_SESSION, REVIEW_SESSION,
-                                SWEEP_EXPIRED, SWEEP_TURNS, TICK_CRON)
+from shared.queue.names import (BACK_UP_SERVER, CHECK_CURATION, CHECK_EVOLUTION, CURATE_SKILLS, END_SESSION,
+                                REVIEW_SESSION, SWEEP_EXPIRED, SWEEP_TURNS, TICK_CRON)
 from shared.queue.payloads import ReviewSession
 from shared.queue.turns import send_turn
-from shared.stores import reviews, turns
+from shared.stores import evolution_runs, reviews, turns
 
 log = logging.getLogger(__name__)
 app = get_celery()
@@ -105,8 +107,9 @@ def sweep_expired() -> dict:
         ttl_seconds=settings.event_stream_ttl_seconds, scan_limit=settings.stream_sweep_scan_limit,
         cursor_key=f"{settings.broker_key_prefix}curator:streams-cursor")
     ended = session_end.end_idle_sessions(settings, clock.utcnow())
+    interrupted = evolution_runs.fail_stale(get_database(settings.sqlalchemy_url), clock.utcnow())
     return {"staged_expired": staged, "streams_expiring": streams.expiring, "streams_deleted": streams.deleted,
-            "sessions_ended": ended}
+            "sessions_ended": ended, "evolutions_interrupted": interrupted}
 
 
 @app.task(name=END_SESSION)
@@ -127,6 +130,12 @@ def tick_cron() -> dict:
     """Beat entry: one scheduled-jobs tick; returns how many runs it started, missed and settled."""
     done = cron.tick(get_settings())
     return {"started": done.started, "missed": done.missed, "settled": done.settled}
+
+
+@app.task(name=CHECK_EVOLUTION)
+def check_evolution() -> int:
+    """Beat entry (only when EVOLVE_SCHEDULE_HOURS > 0): start runs for skills with enough evidence."""
+    return evolution.check(get_settings())
 
 
 def service_name() -> str:

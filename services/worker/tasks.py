@@ -16,8 +16,8 @@ from pydantic import ValidationError
 from shared.config import get_settings
 from shared.ops.logs import setup_logging
 from shared.queue.app import get_celery
-from shared.queue.names import PROBE_MCP_SERVER, RESUME_TURN, REVIEW_SESSION, RUN_TURN
-from shared.queue.payloads import ProbeMcpServer, ResumeTurn, ReviewSession, RunTurn
+from shared.queue.names import EVOLVE_SKILL, PROBE_MCP_SERVER, RESUME_TURN, REVIEW_SESSION, RUN_TURN
+from shared.queue.payloads import EvolveSkill, ProbeMcpServer, ResumeTurn, ReviewSession, RunTurn
 from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
 from services.worker.mcp_client.probe import probe
@@ -80,6 +80,20 @@ def probe_mcp_server(**kwargs) -> bool:
         log.error("probe_mcp_server dropped a malformed payload: %s", exc.errors(include_url=False))
         return False
     return probe(get_runtime().settings, payload.server, payload.user_id)
+
+
+@app.task(name=EVOLVE_SKILL, bind=True)
+def evolve_skill(self, **kwargs) -> str | None:
+    """Run one skill evolution (queue `review`, the reviewer pool); never retried: a run spends tokens once."""
+    try:
+        payload = EvolveSkill(**kwargs)
+    except ValidationError as exc:
+        log.error("evolve_skill dropped a malformed payload: %s", exc.errors(include_url=False))
+        return None
+    from services.worker.evolution.run import run_evolution  # gepa loads in ~150 ms: only on a reviewer that runs one
+
+    runtime = get_runtime()
+    return run_evolution(runtime.db, runtime.settings, runtime.llm, payload.run_id, runtime.worker_id)
 
 
 @signals.celeryd_init.connect

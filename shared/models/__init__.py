@@ -6,6 +6,7 @@ from shared.models.compactions import Compaction
 from shared.models.cron import CronJob, CronRun
 from shared.models.delegations import Delegation
 from shared.models.curator import CuratorRun, CuratorState, CuratorTransition
+from shared.models.evolution import EvolutionRun
 from shared.models.gateway import (GatewayChat, GatewayIdentity, OutboxItem, PairingLock, PairingRequest,
                                    WebhookRoute)
 from shared.models.imports import ImportRecord
@@ -20,7 +21,7 @@ from shared.models.users import ApiKey, User
 
 __all__ = [
     "ApiKey", "Approval", "ChatSession", "Clarification", "Compaction", "CronJob", "CronRun", "CuratorRun",
-    "CuratorState", "CuratorTransition", "Delegation",
+    "CuratorState", "CuratorTransition", "Delegation", "EvolutionRun",
     "GatewayChat", "GatewayIdentity", "ImportRecord", "OutboxItem", "PairingLock", "PairingRequest", "WebhookRoute",
     "MemorySnapshot", "MemoryStagedWrite", "Message", "MessageVector", "Review", "ReviewCall", "ReviewCounter",
     "SessionTodo", "SkillRecord", "SkillStagedWrite", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User",

@@ -11,6 +11,8 @@ END_SESSION = "end_session"
 BACK_UP_SERVER = "back_up_server"
 TICK_CRON = "tick_cron"
 PROBE_MCP_SERVER = "probe_mcp_server"
+EVOLVE_SKILL = "evolve_skill"
+CHECK_EVOLUTION = "check_evolution"
 
 QUEUE_TURNS = "turns"
 QUEUE_REVIEW = "review"
@@ -29,4 +31,6 @@ ROUTES = {
     BACK_UP_SERVER: {"queue": QUEUE_CURATOR},
     TICK_CRON: {"queue": QUEUE_CURATOR},
     PROBE_MCP_SERVER: {"queue": QUEUE_TURNS},
+    EVOLVE_SKILL: {"queue": QUEUE_REVIEW},
+    CHECK_EVOLUTION: {"queue": QUEUE_CURATOR},
 }

@@ -82,3 +82,16 @@ class ProbeMcpServer(BaseModel):
 
     server: str
     user_id: str | None = None
+
+class EvolveSkill(BaseModel):
+    """Run one skill evolution (its row is committed first, status queued)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+
+
+class CheckEvolution(BaseModel):
+    """The optional schedule: start runs for skills with enough evidence."""
+
+    model_config = ConfigDict(extra="forbid")

@@ -7,7 +7,7 @@ work, never a wrong result: every periodic task is idempotent (see services/cura
 from __future__ import annotations
 
 from shared.config import Settings
-from shared.queue.names import BACK_UP_SERVER, CHECK_CURATION, SWEEP_EXPIRED, SWEEP_TURNS, TICK_CRON
+from shared.queue.names import BACK_UP_SERVER, CHECK_CURATION, CHECK_EVOLUTION, SWEEP_EXPIRED, SWEEP_TURNS, TICK_CRON
 
 
 def _entry(task: str, interval: float) -> dict:
@@ -28,4 +28,6 @@ def beat_schedule(settings: Settings) -> dict:
     if settings.backup_interval_hours > 0:
         schedule["back-up-server"] = _entry(BACK_UP_SERVER, min(BACKUP_CHECK_SECONDS,
                                                                 settings.backup_interval_hours * 3600))
+    if settings.evolve_schedule_hours > 0:  # off by default: every run spends model tokens
+        schedule["check-evolution"] = _entry(CHECK_EVOLUTION, settings.evolve_schedule_hours * 3600)
     return schedule

@@ -34,18 +34,24 @@ DESCRIPTION_CHARS = 140
 def stage(editor: SkillEditor, settings: Settings, action: str, args: dict[str, Any],
           session_id: str | None = None) -> dict[str, Any]:
     """Check the write as it would run now and keep it, with its diff, for a person; the tool's answer."""
-    relative, before, after = _planned(editor, action, args)
-    diff = _diff(args.get("name", ""), relative, before, after)
-    now = utcnow()
-    row = SkillStagedWrite(id=new_id("ssw"), user_id=editor.store.user_id, session_id=session_id,
-                           writer=editor.writer.value, action=action, name=args["name"],
-                           arguments={k: v for k, v in args.items() if k != "action"},
-                           summary=_summary(action, args["name"], relative, before, after), diff=diff,
-                           created_at=now, expires_at=now + timedelta(seconds=settings.skill_staged_ttl_seconds))
+    row = planned_row(editor, settings, action, args, session_id)
     with editor.store.db.write() as s:
         s.add(row)
     return {"success": True, "staged": True, "pending_id": row.id,
             "message": f"Staged for the user's approval: {row.summary}. Nothing is written until they approve."}
+
+
+def planned_row(editor: SkillEditor, settings: Settings, action: str, args: dict[str, Any],
+                session_id: str | None = None) -> SkillStagedWrite:
+    """The checked write with its diff, not yet saved: a caller may save it in its own transaction."""
+    relative, before, after = _planned(editor, action, args)
+    diff = _diff(args.get("name", ""), relative, before, after)
+    now = utcnow()
+    return SkillStagedWrite(id=new_id("ssw"), user_id=editor.store.user_id, session_id=session_id,
+                            writer=editor.writer.value, action=action, name=args["name"],
+                            arguments={k: v for k, v in args.items() if k != "action"},
+                            summary=_summary(action, args["name"], relative, before, after), diff=diff,
+                            created_at=now, expires_at=now + timedelta(seconds=settings.skill_staged_ttl_seconds))
 
 
 def _planned(editor: SkillEditor, action: str, args: dict[str, Any]) -> tuple[str, str, str]:
