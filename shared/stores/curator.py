@@ -65,6 +65,20 @@ def add_transition(s: Session, run_id: str, user_id: str, skill: str, from_state
                             to_state=to_state, reason=reason[:300], at=at))
 
 
+def record_transition(db: Database, run_id: str, user_id: str, skill: str, from_state: str, to_state: str,
+                      reason: str, at: datetime) -> None:
+    """A ledger row in its own transaction: a change that is not a state change of an existing skill (an umbrella)."""
+    with db.write() as s:
+        add_transition(s, run_id, user_id, skill, from_state, to_state, reason, at)
+
+
+def transitions_of(db: Database, run_id: str) -> list[CuratorTransition]:
+    """One run's ledger rows, in the order they were written."""
+    with db.read() as s:
+        return list(s.exec(select(CuratorTransition).where(CuratorTransition.run_id == run_id)
+                           .order_by(CuratorTransition.id)))
+
+
 def finish_run(db: Database, run_id: str, now: datetime, summary: str, *, pass_done: bool) -> None:
     """Close a run; a finished pass also restarts its user's interval."""
     with db.write() as s:
