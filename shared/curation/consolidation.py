@@ -64,7 +64,7 @@ class ConsolidationReport:
 
     @property
     def summary(self) -> str:
-        asked = self.calls + (1 if self.stopped else 0)
+        asked = self.calls
         parts = [f"consolidation: {len(self.groups)} overlapping group(s)", f"{len(self.staged)} staged",
                  f"{len(self.declined)} declined"]
         if len(self.groups) > asked:
@@ -138,8 +138,8 @@ def consolidate(db: Database, settings: Settings, user_id: str, llm: LLMClient, 
 def _ask(store: SkillStore, settings: Settings, llm: LLMClient, group: tuple[str, ...],
          found: dict[str, tuple[Located, str]], report: ConsolidationReport, now: datetime) -> None:
     """One model call about one group, then its proposal staged (or why not, in the report)."""
+    report.calls += 1  # counted before it is made: a call that fails was still made
     completion = llm.complete(request(group, found), stream=False, kind="curator")
-    report.calls += 1
     report.prompt_tokens += completion.usage.prompt_tokens
     report.completion_tokens += completion.usage.completion_tokens
     label = "+".join(group)
