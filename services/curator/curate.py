@@ -49,12 +49,13 @@ def check(settings: Settings, now: datetime, send: Send = send_expiring) -> int:
     return sent
 
 
-def curate_user(settings: Settings, user_id: str, now: datetime) -> PassReport:
-    """One user's pass, if it is still due when it runs."""
+def curate_user(settings: Settings, user_id: str, now: datetime,
+                send: Callable[[str, BaseModel], None] = enqueue) -> PassReport:
+    """One user's pass, if it is still due when it runs; then the model pass, if CURATOR_CONSOLIDATE."""
     if not settings.curator_enabled:
         return PassReport(user_id, skipped="the curator is disabled (CURATOR_ENABLED=false)")
     report = curate_if_due(get_database(settings.sqlalchemy_url), settings, user_id, now)
     log.info("curation of user %s: %s", user_id, report.summary)
     if report.run_id is not None and settings.curator_consolidate:
-        enqueue(CONSOLIDATE_SKILLS, ConsolidateSkills(user_id=user_id))  # the model pass, off the beat's path
+        send(CONSOLIDATE_SKILLS, ConsolidateSkills(user_id=user_id))  # the model pass, off the beat's path
     return report

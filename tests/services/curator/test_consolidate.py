@@ -207,3 +207,27 @@ def test_another_users_consolidation_is_not_found(db, settings, model, teas, ski
         skill_staged.decide(db, settings, skills().user.id, pending.id, approve=True)
     assert refused.value.code == "staged_write_not_found"
     assert teas.states()["brew-green-tea"] == "active"
+
+
+def test_a_pass_that_ran_sends_the_model_pass_to_the_reviewers_queue_only_when_the_setting_is_on(db, settings,
+                                                                                                 skills):
+    from datetime import timedelta
+
+    from services.curator.curate import curate_user
+    from shared.queue.names import CONSOLIDATE_SKILLS, QUEUE_REVIEW, ROUTES
+
+    mine = skills()
+    mine.agent("old-notes")
+    sent: list[tuple[str, str]] = []
+
+    def send(name, payload):
+        sent.append((name, payload.user_id))
+
+    on = settings.model_copy(update={"curator_consolidate": True})
+    assert curate_user(on, mine.user.id, clock.utcnow(), send).skipped  # first sight: no pass, no model pass
+    clock.advance(timedelta(days=8))
+    curate_user(settings, mine.user.id, clock.utcnow(), send)  # off by default
+    assert sent == []
+    clock.advance(timedelta(days=8))
+    curate_user(on, mine.user.id, clock.utcnow(), send)
+    assert sent == [(CONSOLIDATE_SKILLS, mine.user.id)] and ROUTES[CONSOLIDATE_SKILLS]["queue"] == QUEUE_REVIEW
