@@ -62,6 +62,8 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.gateway
 	@$(BIN)/python -m bench.cache
 	@$(BIN)/python -m bench.cron
+	@$(BIN)/python -m bench.consolidation
+	@TEST_DATABASE=postgres $(BIN)/python -m bench.consolidation
 
 clean:
 	rm -rf $(VENV) .pytest_cache
