@@ -231,3 +231,21 @@ def test_a_pass_that_ran_sends_the_model_pass_to_the_reviewers_queue_only_when_t
     clock.advance(timedelta(days=8))
     curate_user(on, mine.user.id, clock.utcnow(), send)
     assert sent == [(CONSOLIDATE_SKILLS, mine.user.id)] and ROUTES[CONSOLIDATE_SKILLS]["queue"] == QUEUE_REVIEW
+
+
+def test_skills_a_review_named_as_overlapping_are_grouped_though_their_words_differ(db, settings, model, skills):
+    from tests.support.factories import make_session
+    from tests.support.reviews import completed_review
+
+    mine = skills()
+    editor = SkillEditor(mine.store, "review")
+    editor.create("deploy-docs", "---\nname: deploy-docs\ndescription: Build the docs.\n---\n1. Run mkdocs build.\n")
+    editor.create("publish-site", "---\nname: publish-site\ndescription: Ship the website.\n---\n1. Push to pages.\n")
+    assert run(db, settings, mine).groups == []  # their words alone say nothing
+
+    completed_review(db, mine.user.id, make_session(db, mine.user.id).id, [],
+                     summary="Patched deploy-docs. Note for the curator: deploy-docs overlaps publish-site.")
+    model.script(text('{"merge": false, "reason": "different steps"}'))
+    report = run(db, settings, mine)
+    assert report.groups == [("deploy-docs", "publish-site")] and report.declined == [
+        "deploy-docs+publish-site: kept apart by the model"]
