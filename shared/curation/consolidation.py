@@ -26,6 +26,7 @@ from shared.files.skills import named_lock, read_text
 from shared.llm import LLMClient
 from shared.models.curator import RunKind
 from shared.stores import curator, skill_consolidations
+from shared.stores.curator_moves import curator_lock
 from shared.stores.skill_consolidations import Proposal
 from shared.stores.skills import Located, SkillStore
 
@@ -121,6 +122,8 @@ def consolidate(db: Database, settings: Settings, user_id: str, llm: LLMClient, 
     store = SkillStore.for_user(db, settings, user_id)
     report = ConsolidationReport(user_id)
     with named_lock(store.roots, PASS_LOCK):
+        with curator_lock(store):
+            skill_consolidations.settle(store, now)  # a merge left half-applied by a dead process is undone first
         found = candidates(store, skill_consolidations.pending_members(db, user_id, now))
         noted = overlap.noted_pairs(skill_consolidations.review_notes(db, user_id), sorted(found))
         report.groups = overlap.groups(profiles(found), noted)

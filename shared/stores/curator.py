@@ -50,9 +50,11 @@ def seed(db: Database, user_id: str, now: datetime) -> None:
                   .on_conflict_do_nothing(index_elements=["user_id"]))
 
 
-def start_run(db: Database, user_id: str, kind: RunKind, now: datetime, backup_path: str | None = None) -> str:
-    """A new run row; returns its id."""
-    run = CuratorRun(id=new_id("cur"), user_id=user_id, kind=kind.value, started_at=now, backup_path=backup_path)
+def start_run(db: Database, user_id: str, kind: RunKind, now: datetime, backup_path: str | None = None,
+              summary: str = "") -> str:
+    """A new run row (`summary`: what it is about to do, until it finishes); returns its id."""
+    run = CuratorRun(id=new_id("cur"), user_id=user_id, kind=kind.value, started_at=now, backup_path=backup_path,
+                     summary=summary[:SUMMARY_CHARS])
     with db.write() as s:
         s.add(run)
     return run.id
@@ -77,6 +79,14 @@ def transitions_of(db: Database, run_id: str) -> list[CuratorTransition]:
     with db.read() as s:
         return list(s.exec(select(CuratorTransition).where(CuratorTransition.run_id == run_id)
                            .order_by(CuratorTransition.id)))
+
+
+def unfinished_runs(db: Database, user_id: str, kind: RunKind) -> list[CuratorRun]:
+    """This user's runs of a kind that never finished, oldest first: seen under the curator lock, their process died."""
+    query = (select(CuratorRun).where(CuratorRun.user_id == user_id, CuratorRun.kind == kind.value,
+                                      CuratorRun.finished_at.is_(None)).order_by(CuratorRun.started_at))
+    with db.read() as s:
+        return list(s.exec(query))
 
 
 def finish_run(db: Database, run_id: str, now: datetime, summary: str, *, pass_done: bool) -> None:

@@ -12,17 +12,19 @@ that fails undoes the earlier ones, so an approval applies entirely or not at al
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import update
 from sqlmodel import Session, select
 
 from shared.config import Settings
 from shared.db import Database
 from shared.errors import Conflict, InvalidInput
 from shared.files.skill_format import SKILL_FILE, check_name, parse_skill_md
-from shared.files.skills import read_text
+from shared.files.skills import discard_dir, read_text, skill_lock
 from shared.ids import new_id
 from shared.models.curator import RunKind
 from shared.models.reviews import Review, ReviewStatus
@@ -32,7 +34,8 @@ from shared.stores.curator_moves import UMBRELLA_NEW, curator_lock, move
 from shared.stores.skills import Located, SkillStore, refuse_threats
 
 CONSOLIDATE = "consolidate"
-PENDING = "pending"  # skill_staged.PENDING (that module imports this one)
+PENDING, APPROVED = "pending", "approved"  # skill_staged's statuses (that module imports this one)
+APPLYING = re.compile(r"^applying (ssw_[0-9a-z]+):")
 REASON_CHARS = 500
 
 
@@ -130,13 +133,21 @@ def stage(store: SkillStore, settings: Settings, proposal: Proposal, now: dateti
     return row
 
 
-def apply(store: SkillStore, umbrella: str, arguments: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """Approve: archive the merged skills and create the umbrella, all or nothing, recorded as one merge run."""
+def apply(store: SkillStore, staged_id: str, umbrella: str, arguments: dict[str, Any],
+          now: datetime) -> dict[str, Any]:
+    """Approve: archive the merged skills, then create the umbrella, all or nothing, recorded as one merge run.
+
+    The umbrella's ledger row is written last: a run that has it is complete. A run left unfinished by a
+    process that died mid-way is undone by `settle` the next time anyone takes the user's curator lock.
+    """
     proposal = Proposal(umbrella, arguments.get("content"), _merged_names(arguments.get("merged")),
                         str(arguments.get("reason") or ""))
     with curator_lock(store):
+        settle(store, now)
         skills = _check(store, proposal)
-        run_id = curator.start_run(store.db, store.user_id, RunKind.merge, now)
+        names = ", ".join(s.name for s in skills)
+        run_id = curator.start_run(store.db, store.user_id, RunKind.merge, now,
+                                   summary=f"applying {staged_id}: {names} into {umbrella}")
         done: list[Located] = []
         try:
             for skill in skills:
@@ -147,9 +158,8 @@ def apply(store: SkillStore, umbrella: str, arguments: dict[str, Any], now: date
                 done.append(skill)
             store.create_folder(umbrella, {SKILL_FILE: proposal.content}, SkillOrigin.agent, SkillWriter.review)
         except BaseException:
-            _undo(store, run_id, umbrella, done, now)
+            _undo(store, run_id, umbrella, [(s.name, s.state) for s in done], now)
             raise
-        names = ", ".join(s.name for s in skills)
         curator.record_transition(store.db, run_id, store.user_id, umbrella, UMBRELLA_NEW, SkillState.active.value,
                                   f"umbrella of {names}", now)
         curator.finish_run(store.db, run_id, now, f"merged {names} into {umbrella}", pass_done=False)
@@ -157,9 +167,64 @@ def apply(store: SkillStore, umbrella: str, arguments: dict[str, Any], now: date
             "message": f"Created {umbrella!r} and archived {names}; `hstack curator restore {umbrella}` undoes it."}
 
 
-def _undo(store: SkillStore, run_id: str, umbrella: str, done: list[Located], now: datetime) -> None:
+def _undo(store: SkillStore, run_id: str, umbrella: str, done: list[tuple[str, SkillState]], now: datetime) -> None:
     """Bring back the skills an abandoned approval had archived already, each with its ledger row."""
-    for skill in reversed(done):
-        move(store, run_id, skill.name, (SkillState.archived, skill.state), f"merge into {umbrella} abandoned", now,
+    for name, state in reversed(done):
+        move(store, run_id, name, (SkillState.archived, state), f"merge into {umbrella} abandoned", now,
              lambda found: found.state is SkillState.archived)
     curator.finish_run(store.db, run_id, now, f"merge into {umbrella} abandoned", pass_done=False)
+
+
+def settle(store: SkillStore, now: datetime) -> int:
+    """Finish or undo merges whose process died mid-apply (kill -9); the caller holds the curator lock.
+
+    Under that lock an unfinished merge run cannot be running. With its umbrella row it was complete and is
+    only closed; without, its archived skills come back, a half-made umbrella folder is discarded (it never
+    went live through an applied merge, as a failed create is), and its staged write is pending again.
+    """
+    settled = 0
+    for run in curator.unfinished_runs(store.db, store.user_id, RunKind.merge):
+        rows = curator.transitions_of(store.db, run.id)
+        staged_id = APPLYING.match(run.summary or "")
+        if any(row.from_state == UMBRELLA_NEW for row in rows):
+            curator.finish_run(store.db, run.id, now, run.summary.replace("applying", "applied", 1), pass_done=False)
+            settled += 1
+            continue
+        archived = [(row.skill, SkillState(row.from_state)) for row in rows if row.to_state == SkillState.archived.value
+                    and _still_last(store, row)]
+        umbrella = _staged(store, staged_id.group(1)) if staged_id else None
+        if umbrella is not None:
+            _discard_half_made(store, umbrella.name, run.started_at)
+        _undo(store, run.id, umbrella.name if umbrella else "?", archived, now)
+        if umbrella is not None:
+            with store.db.write() as s:
+                s.execute(update(SkillStagedWrite).where(SkillStagedWrite.id == umbrella.id,
+                                                         SkillStagedWrite.status == APPROVED)
+                          .values(status=PENDING, decided_at=None))
+        settled += 1
+    return settled
+
+
+def _still_last(store: SkillStore, row) -> bool:
+    latest = curator.last_change(store.db, store.user_id, row.skill)
+    return latest is not None and latest.id == row.id
+
+
+def _staged(store: SkillStore, staged_id: str) -> SkillStagedWrite | None:
+    with store.db.read() as s:
+        row = s.get(SkillStagedWrite, staged_id)
+    return row if row is not None and row.user_id == store.user_id else None
+
+
+def _discard_half_made(store: SkillStore, name: str, since: datetime) -> None:
+    """Remove the umbrella folder a dead apply created, only if it is that apply's (made since the run began)."""
+    with skill_lock(store.roots, name):
+        skill = store.locate(name)
+        if skill is None or skill.state is SkillState.archived or skill.origin is SkillOrigin.bundled:
+            return
+        if skill.record is None:  # died between the folder's rename and its row: the folder's time tells
+            ours = (skill.path / SKILL_FILE).stat().st_mtime >= since.timestamp()
+        else:
+            ours = skill.origin is SkillOrigin.agent and skill.record.created_at >= since
+        if ours:
+            discard_dir(skill.path)

@@ -156,7 +156,7 @@ def decide(db: Database, settings: Settings, user_id: str, staged_id: str,
     store = SkillStore.for_user(db, settings, user_id)
     try:
         if row.action == skill_consolidations.CONSOLIDATE:
-            result = skill_consolidations.apply(store, row.name, row.arguments, now)
+            result = skill_consolidations.apply(store, row.id, row.name, row.arguments, now)
         else:
             result = SkillEditor(store, row.writer).apply(row.action, {"name": row.name, **row.arguments})
     except BaseException:

@@ -249,3 +249,63 @@ def test_skills_a_review_named_as_overlapping_are_grouped_though_their_words_dif
     report = run(db, settings, mine)
     assert report.groups == [("deploy-docs", "publish-site")] and report.declined == [
         "deploy-docs+publish-site: kept apart by the model"]
+
+
+KILLED_APPLY = """
+import os, signal, sys
+from shared.config import get_settings
+from shared.db import get_database
+from shared.stores import skill_consolidations, skill_staged
+from shared.stores.skills import SkillStore
+
+mode, user_id, staged_id = sys.argv[1:]
+die = lambda: os.kill(os.getpid(), signal.SIGKILL)
+if mode == "after-one-archive":
+    real_move, calls = skill_consolidations.move, []
+    def move(*args, **kwargs):
+        if calls:
+            die()
+        calls.append(1)
+        return real_move(*args, **kwargs)
+    skill_consolidations.move = move
+else:
+    real_create = SkillStore.create_folder
+    def create_folder(self, *args, **kwargs):
+        real_create(self, *args, **kwargs)
+        die()
+    SkillStore.create_folder = create_folder
+settings = get_settings()
+skill_staged.decide(get_database(settings.sqlalchemy_url), settings, user_id, staged_id, approve=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["after-one-archive", "after-the-umbrella-folder"])
+def test_an_approval_killed_mid_apply_is_undone_by_the_next_holder_of_the_curator_lock(db, settings, model, teas,
+                                                                                      mode):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from shared.curation.passes import run_pass
+
+    model.script(merge_all)
+    run(db, settings, teas)
+    [pending] = skill_staged.list_pending(db, teas.user.id)
+    root = Path(__file__).resolve().parents[3]
+    killed = subprocess.run([sys.executable, "-c", KILLED_APPLY, mode, teas.user.id, pending.id], cwd=root,
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    half = teas.states()
+    assert "archived" in half.values() and skill_staged.list_pending(db, teas.user.id) == []
+
+    run_pass(db, settings, teas.user.id, clock.utcnow())  # takes the curator lock: the dead merge is settled
+
+    states = teas.states()
+    assert (states["brew-black-tea"], states["brew-green-tea"]) == ("active", "active") and UMBRELLA not in states
+    assert not (teas.store.roots.user / UMBRELLA).exists()
+    assert [p.id for p in skill_staged.list_pending(db, teas.user.id)] == [pending.id]
+    merge = next(r for r in curator.runs(db, teas.user.id) if r.kind.value == "merge")
+    assert merge.finished_at is not None and "abandoned" in merge.summary
+
+    skill_staged.decide(db, settings, teas.user.id, pending.id, approve=True)  # and it can be approved again
+    assert teas.states()[UMBRELLA] == "active" and teas.states()["brew-green-tea"] == "archived"
