@@ -13,7 +13,6 @@ run whose summary counts the model calls and tokens.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -32,7 +31,6 @@ from shared.stores.skills import Located, SkillStore
 
 PASS_LOCK = "consolidate.lock"  # one pass per user at a time; never the curator's lock, so rule passes go on
 SHOWN_CHARS = 6_000  # of each SKILL.md in the prompt: enough to merge procedures, bounded per call
-JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 INSTRUCTIONS = """You consolidate an AI agent's own skills. The skills below overlap. Either merge them into ONE \
 class-level umbrella skill, or keep them apart when they are really distinct.
@@ -99,9 +97,10 @@ def request(group: tuple[str, ...], found: dict[str, tuple[Located, str]]) -> li
 
 def proposal_of(content: str | None, group: tuple[str, ...]) -> Proposal | None:
     """The model's answer as a proposal; None when it keeps them apart; InvalidInput when it is unusable."""
-    match = JSON_OBJECT.search(content or "")
+    text = content or ""
+    start, end = text.find("{"), text.rfind("}")  # the outermost object, fences or prose around it ignored
     try:
-        answer = json.loads(match.group(0)) if match else None
+        answer = json.loads(text[start:end + 1]) if 0 <= start < end else None
     except ValueError:
         answer = None
     if not isinstance(answer, dict):

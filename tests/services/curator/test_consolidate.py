@@ -309,3 +309,17 @@ def test_an_approval_killed_mid_apply_is_undone_by_the_next_holder_of_the_curato
 
     skill_staged.decide(db, settings, teas.user.id, pending.id, approve=True)  # and it can be approved again
     assert teas.states()[UMBRELLA] == "active" and teas.states()["brew-green-tea"] == "archived"
+
+
+def test_an_answer_in_a_fence_with_prose_around_it_is_read_and_a_flood_of_braces_is_refused(db, settings, model,
+                                                                                           teas):
+    content = f"---\nname: {UMBRELLA}\ndescription: Brew any tea.\n---\n1. Heat, warm, steep, serve.\n"
+    fenced = "Here you go:\n```json\n" + json.dumps({"merge": True, "name": UMBRELLA, "content": content,
+                                                     "merged": ["brew-green-tea", "brew-black-tea"]}) + "\n```\nDone."
+    model.script(text(fenced))
+    assert len(run(db, settings, teas).staged) == 1
+
+    [pending] = skill_staged.list_pending(db, teas.user.id)
+    skill_staged.decide(db, settings, teas.user.id, pending.id, approve=False)
+    model.script(text("{" * 200_000))
+    assert run(db, settings, teas).declined == ["brew-black-tea+brew-green-tea: the model's answer was not a JSON object"]
