@@ -63,11 +63,10 @@ class ConsolidationReport:
 
     @property
     def summary(self) -> str:
-        asked = self.calls
         parts = [f"consolidation: {len(self.groups)} overlapping group(s)", f"{len(self.staged)} staged",
                  f"{len(self.declined)} declined"]
-        if len(self.groups) > asked:
-            parts.append(f"{len(self.groups) - asked} left for the next pass")
+        if len(self.groups) > self.calls:
+            parts.append(f"{len(self.groups) - self.calls} left for the next pass")
         parts.append(f"{self.calls} model call(s), {self.tokens} tokens")
         text = ", ".join(parts)
         return f"{text}; stopped: {self.stopped}" if self.stopped else text
