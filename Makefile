@@ -65,6 +65,8 @@ bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.cron
 	@$(BIN)/python -m bench.delegate
 	@$(BIN)/python -m bench.evolve
+	@$(BIN)/python -m bench.consolidation
+	@TEST_DATABASE=postgres $(BIN)/python -m bench.consolidation
 
 clean:
 	rm -rf $(VENV) .pytest_cache

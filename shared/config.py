@@ -102,6 +102,8 @@ class Settings(BaseSettings):
     curator_stale_after_days: float = Field(14.0, gt=0, alias="CURATOR_STALE_AFTER_DAYS")
     curator_archive_after_days: float = Field(30.0, gt=0, alias="CURATOR_ARCHIVE_AFTER_DAYS")
     curator_backups_keep: int = Field(5, ge=1, alias="CURATOR_BACKUPS_KEEP")
+    curator_consolidate: bool = Field(False, alias="CURATOR_CONSOLIDATE")
+    curator_consolidate_max_calls: int = Field(3, ge=1, le=50, alias="CURATOR_CONSOLIDATE_MAX_CALLS")
     backup_interval_hours: float = Field(0.0, ge=0, alias="BACKUP_INTERVAL_HOURS")
     backup_keep: int = Field(7, ge=1, alias="BACKUP_KEEP")
     expiry_sweep_seconds: float = Field(3600.0, gt=0, alias="EXPIRY_SWEEP_SECONDS")

@@ -3,7 +3,8 @@
 `log` and `restore` act for the key's user through the api. `run` is an operator command like
 `hstack migrate`: it runs here, against the database and DATA_DIR, for one user (--user) or every
 user with agent-created skills, ignoring the schedule's gates; `--dry-run` only prints what a pass
-would do now (no backup, no change, no ledger row).
+would do now (no backup, no change, no ledger row); `--consolidate` then runs the model pass that stages
+umbrella skills for overlapping agent skills (shared.curation.consolidation).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def add_parser(commands, client_options: list[argparse.ArgumentParser]) -> None:
     run_cmd = actions.add_parser("run", help="run a curation pass now (runs locally, like migrate)")
     run_cmd.add_argument("--dry-run", action="store_true", help="print what a pass would do; change nothing")
     run_cmd.add_argument("--user", help="the user (name or id); default: every user with agent-created skills")
+    run_cmd.add_argument("--consolidate", action="store_true",
+                         help="then ask the model to merge overlapping agent skills (staged for approval)")
 
 
 def run_api(client: ApiClient, args: argparse.Namespace, out: TextIO) -> int:
@@ -70,6 +73,8 @@ def run_local(args: argparse.Namespace, out: TextIO) -> int:
     from shared.errors import NotFound
     from shared.stores import curator, users
 
+    if args.dry_run and args.consolidate:
+        raise CliError("--consolidate stages proposals for approval; it cannot be combined with --dry-run.")
     settings, db = open_local_database()
     try:
         chosen = [users.find_user(db, args.user)] if args.user else \
@@ -93,7 +98,22 @@ def run_local(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"{user.name} ({user.id}): pass {report.run_id}: {report.summary}{backup}.\n")
         for t in changes:
             out.write(f"    {t.skill}  {t.from_state.value} {ARROW} {t.to_state.value}  {t.reason}\n")
+        if args.consolidate:
+            _consolidate(settings, db, user, now, out)
     return 0
+
+
+def _consolidate(settings, db, user, now, out: TextIO) -> None:
+    """The model pass for one user, whatever CURATOR_CONSOLIDATE says (an operator asked for it)."""
+    from shared.curation.consolidation import consolidate
+    from shared.llm import get_llm
+
+    report = consolidate(db, settings, user.id, get_llm(settings), now)
+    out.write(f"{user.name} ({user.id}): {report.summary}.\n")
+    for staged_id in report.staged:
+        out.write(f"    staged {staged_id}: decide on the console's Skills page or POST /v1/skills/pending/{staged_id}\n")
+    for declined in report.declined:
+        out.write(f"    declined {declined}\n")
 
 
 def _schedule(db, settings, user_id: str, now) -> str:

@@ -1,4 +1,5 @@
-"""The beat's hourly curation check: one CURATE_SKILLS task per user whose pass is due.
+"""The beat's hourly curation check: one CURATE_SKILLS task per user whose pass is due; after a pass that
+ran, one CONSOLIDATE_SKILLS on the reviewer's queue when CURATOR_CONSOLIDATE is on.
 
 The pass itself re-checks both gates under the user's curator lock, so a redelivered or doubled
 task (a second beat by mistake) finds nothing due and does nothing.
@@ -16,9 +17,9 @@ from shared.config import Settings
 from shared.curation.passes import PassReport, curate_if_due
 from shared.curation.rules import Policy, wait_reason
 from shared.db import get_database
-from shared.queue.app import get_celery
-from shared.queue.names import CURATE_SKILLS, ROUTES
-from shared.queue.payloads import CurateSkills
+from shared.queue.app import enqueue, get_celery
+from shared.queue.names import CONSOLIDATE_SKILLS, CURATE_SKILLS, ROUTES
+from shared.queue.payloads import ConsolidateSkills, CurateSkills
 from shared.stores import curator
 
 log = logging.getLogger(__name__)
@@ -48,10 +49,13 @@ def check(settings: Settings, now: datetime, send: Send = send_expiring) -> int:
     return sent
 
 
-def curate_user(settings: Settings, user_id: str, now: datetime) -> PassReport:
-    """One user's pass, if it is still due when it runs."""
+def curate_user(settings: Settings, user_id: str, now: datetime,
+                send: Callable[[str, BaseModel], None] = enqueue) -> PassReport:
+    """One user's pass, if it is still due when it runs; then the model pass, if CURATOR_CONSOLIDATE."""
     if not settings.curator_enabled:
         return PassReport(user_id, skipped="the curator is disabled (CURATOR_ENABLED=false)")
     report = curate_if_due(get_database(settings.sqlalchemy_url), settings, user_id, now)
     log.info("curation of user %s: %s", user_id, report.summary)
+    if report.run_id is not None and settings.curator_consolidate:
+        send(CONSOLIDATE_SKILLS, ConsolidateSkills(user_id=user_id))  # the model pass, off the beat's path
     return report

@@ -1,4 +1,5 @@
-"""Celery tasks of the worker service (queue `turns`) and the reviewer (queue `review`, same code).
+"""Celery tasks of the worker service (queue `turns`) and the reviewer (queue `review`, same code):
+run_turn, resume_turn, review_session, and consolidate_skills (the curator's model pass, sent after a pass).
 
 Run it with `celery -A services.worker.tasks worker -Q turns`; the thread pool and its size
 (WORKER_CONCURRENCY) are the defaults set here, and command-line flags override them.
@@ -16,8 +17,13 @@ from pydantic import ValidationError
 from shared.config import get_settings
 from shared.ops.logs import setup_logging
 from shared.queue.app import get_celery
-from shared.queue.names import EVOLVE_SKILL, PROBE_MCP_SERVER, RESUME_TURN, REVIEW_SESSION, RUN_TURN
-from shared.queue.payloads import EvolveSkill, ProbeMcpServer, ResumeTurn, ReviewSession, RunTurn
+from shared.queue.names import (
+    CONSOLIDATE_SKILLS, EVOLVE_SKILL, PROBE_MCP_SERVER, RESUME_TURN, REVIEW_SESSION, RUN_TURN,
+)
+from shared.queue.payloads import (
+    ConsolidateSkills, EvolveSkill, ProbeMcpServer, ResumeTurn, ReviewSession, RunTurn,
+)
+from services.worker.consolidate import consolidate_user
 from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
 from services.worker.mcp_client.probe import probe
@@ -94,6 +100,18 @@ def evolve_skill(self, **kwargs) -> str | None:
 
     runtime = get_runtime()
     return run_evolution(runtime.db, runtime.settings, runtime.llm, payload.run_id, runtime.worker_id)
+
+
+@app.task(name=CONSOLIDATE_SKILLS, bind=True, autoretry_for=TRANSIENT_ERRORS, retry_backoff=True,
+          retry_backoff_max=60, retry_jitter=True, max_retries=MAX_RETRIES)
+def consolidate_skills(self, **kwargs) -> str:
+    """The curator's model pass over one user's skills (queue `review`): umbrellas staged for approval."""
+    try:
+        payload = ConsolidateSkills(**kwargs)
+    except ValidationError as exc:
+        log.error("consolidate_skills dropped a malformed payload: %s", exc.errors(include_url=False))
+        return ""
+    return consolidate_user(get_settings(), payload.user_id)
 
 
 @signals.celeryd_init.connect

@@ -16,7 +16,7 @@ from shared.curation.rules import Candidate, Policy, Transition, transition, wai
 from shared.db import Database
 from shared.models.curator import CuratorTransition, RunKind
 from shared.models.skills import SkillOrigin, SkillState
-from shared.stores import curator, skill_records
+from shared.stores import curator, skill_consolidations, skill_records
 from shared.files import backups as curator_backups
 from shared.stores.curator_moves import curator_lock, move
 from shared.stores.skills import Located, SkillStore
@@ -91,6 +91,7 @@ def curate_if_due(db: Database, settings: Settings, user_id: str, now: datetime)
 
 
 def _run_locked(store: SkillStore, settings: Settings, now: datetime) -> PassReport:
+    skill_consolidations.settle(store, now)  # a merge whose process died mid-apply is undone first
     report = PassReport(store.user_id)
     planned = plan(store.db, settings, store.user_id, now)
     if planned:

@@ -19,7 +19,9 @@ from shared.models.base import time_field
 
 class RunKind(str, Enum):
     curation = "curation"  # a pass of the deterministic rules (beat or `hstack curator run`)
-    restore = "restore"  # the user rolled one transition back
+    restore = "restore"  # the user rolled one transition back (or one whole merge, by its umbrella)
+    consolidation = "consolidation"  # the model pass that looked for overlapping skills and staged umbrellas
+    merge = "merge"  # an approved consolidation: the umbrella created, the merged skills archived
 
 
 class CuratorState(SQLModel, table=True):

@@ -13,6 +13,7 @@ TICK_CRON = "tick_cron"
 PROBE_MCP_SERVER = "probe_mcp_server"
 EVOLVE_SKILL = "evolve_skill"
 CHECK_EVOLUTION = "check_evolution"
+CONSOLIDATE_SKILLS = "consolidate_skills"
 
 QUEUE_TURNS = "turns"
 QUEUE_REVIEW = "review"
@@ -33,4 +34,5 @@ ROUTES = {
     PROBE_MCP_SERVER: {"queue": QUEUE_TURNS},
     EVOLVE_SKILL: {"queue": QUEUE_REVIEW},
     CHECK_EVOLUTION: {"queue": QUEUE_CURATOR},
+    CONSOLIDATE_SKILLS: {"queue": QUEUE_REVIEW},  # model calls: the reviewer's pool, never the beat's worker
 }

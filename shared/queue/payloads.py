@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class RunTurn(BaseModel):
@@ -52,6 +52,14 @@ class CurateSkills(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     user_id: str
+
+
+class ConsolidateSkills(BaseModel):
+    """Look for overlapping agent-made skills of one user and stage an umbrella per group (CURATOR_CONSOLIDATE)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(min_length=1, max_length=40)
 
 
 class EndSession(BaseModel):

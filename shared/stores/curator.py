@@ -50,9 +50,11 @@ def seed(db: Database, user_id: str, now: datetime) -> None:
                   .on_conflict_do_nothing(index_elements=["user_id"]))
 
 
-def start_run(db: Database, user_id: str, kind: RunKind, now: datetime, backup_path: str | None = None) -> str:
-    """A new run row; returns its id."""
-    run = CuratorRun(id=new_id("cur"), user_id=user_id, kind=kind.value, started_at=now, backup_path=backup_path)
+def start_run(db: Database, user_id: str, kind: RunKind, now: datetime, backup_path: str | None = None,
+              summary: str = "") -> str:
+    """A new run row (`summary`: what it is about to do, until it finishes); returns its id."""
+    run = CuratorRun(id=new_id("cur"), user_id=user_id, kind=kind.value, started_at=now, backup_path=backup_path,
+                     summary=summary[:SUMMARY_CHARS])
     with db.write() as s:
         s.add(run)
     return run.id
@@ -63,6 +65,28 @@ def add_transition(s: Session, run_id: str, user_id: str, skill: str, from_state
     """A ledger row, inside the caller's transaction (the move's lock is held around it)."""
     s.add(CuratorTransition(run_id=run_id, user_id=user_id, skill=skill, from_state=from_state,
                             to_state=to_state, reason=reason[:300], at=at))
+
+
+def record_transition(db: Database, run_id: str, user_id: str, skill: str, from_state: str, to_state: str,
+                      reason: str, at: datetime) -> None:
+    """A ledger row in its own transaction: a change that is not a state change of an existing skill (an umbrella)."""
+    with db.write() as s:
+        add_transition(s, run_id, user_id, skill, from_state, to_state, reason, at)
+
+
+def transitions_of(db: Database, run_id: str) -> list[CuratorTransition]:
+    """One run's ledger rows, in the order they were written."""
+    with db.read() as s:
+        return list(s.exec(select(CuratorTransition).where(CuratorTransition.run_id == run_id)
+                           .order_by(CuratorTransition.id)))
+
+
+def unfinished_runs(db: Database, user_id: str, kind: RunKind) -> list[CuratorRun]:
+    """This user's runs of a kind that never finished, oldest first: seen under the curator lock, their process died."""
+    query = (select(CuratorRun).where(CuratorRun.user_id == user_id, CuratorRun.kind == kind.value,
+                                      CuratorRun.finished_at.is_(None)).order_by(CuratorRun.started_at))
+    with db.read() as s:
+        return list(s.exec(query))
 
 
 def finish_run(db: Database, run_id: str, now: datetime, summary: str, *, pass_done: bool) -> None:

@@ -23,6 +23,7 @@ from shared.stores.skills import Located, SkillStore
 
 LOCK_FILE = "curator.lock"  # never a skill's stripe, so a pass may hold it and then one skill's lock
 ROLLBACK = {SkillState.stale, SkillState.archived}
+UMBRELLA_NEW = "new"  # the from_state of an umbrella a merge created: restoring it undoes the whole merge
 
 
 @contextmanager
@@ -65,6 +66,8 @@ def restore(store: SkillStore, name: str, now: datetime) -> RunPublic:
     with curator_lock(store):
         skill = store.get(name)
         last = curator.last_change(store.db, store.user_id, name)
+        if last is not None and last.from_state == UMBRELLA_NEW:
+            return _undo_merge(store, skill, last.run_id, now)
         if last is None or SkillState(last.to_state) not in ROLLBACK or last.to_state != skill.state.value:
             raise Conflict(f"The curator has no change to undo for {name!r} (it is {skill.state.value}); "
                            "`hstack curator log` lists what it did.", code="nothing_to_restore")
@@ -73,3 +76,24 @@ def restore(store: SkillStore, name: str, now: datetime) -> RunPublic:
              now, lambda found: found.state is skill.state)
         curator.finish_run(store.db, run_id, now, f"restored {name}", pass_done=False)
         return curator.run(store.db, run_id)
+
+
+def _undo_merge(store: SkillStore, umbrella: Located, merge_run: str, now: datetime) -> RunPublic:
+    """Archive the umbrella a merge created and bring back each skill it archived that is still where it left it."""
+    reason = f"restored by the user: undoes the merge {merge_run}"
+    run_id = curator.start_run(store.db, store.user_id, RunKind.restore, now)
+    if umbrella.state is not SkillState.archived:
+        move(store, run_id, umbrella.name, (umbrella.state, SkillState.archived), reason, now,
+             lambda found: found.state is umbrella.state)
+    back = []
+    for row in curator.transitions_of(store.db, merge_run):
+        if row.to_state != SkillState.archived.value or row.skill == umbrella.name:
+            continue
+        latest = curator.last_change(store.db, store.user_id, row.skill)
+        if latest is not None and latest.id == row.id and move(
+                store, run_id, row.skill, (SkillState.archived, SkillState.active), reason, now,
+                lambda found: found.state is SkillState.archived):
+            back.append(row.skill)
+    summary = f"archived {umbrella.name}; restored {', '.join(back) or 'nothing (each was changed since)'}"
+    curator.finish_run(store.db, run_id, now, summary, pass_done=False)
+    return curator.run(store.db, run_id)

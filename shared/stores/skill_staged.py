@@ -3,7 +3,8 @@
 A write is checked when it is staged, under the writer's rules (a review's provenance, pinned and
 read-before-write guards included), so the model hears of a refusal at once and a person only ever
 sees writes that could apply. Approving replays it through `SkillEditor.apply` as the same writer,
-so the rules of the moment apply again; a replay they refuse leaves the write pending.
+so the rules of the moment apply again; a replay they refuse leaves the write pending. A curator's
+consolidation (action `consolidate`, shared.stores.skill_consolidations) is staged and applied by its own rules.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from shared.ids import new_id
 from shared.models.skills import SkillStagedWrite
 from shared.files.skills import inside, read_text
 from shared.files.skill_format import SKILL_FILE, check_name, check_support_path, check_support_size, parse_skill_md
+from shared.stores import skill_consolidations
 from shared.stores.skill_writes import ACTIONS, SkillEditor, argument_text
 from shared.stores.skills import SkillStore, refuse_threats
 from shared.textmatch import MatchFailure, find_and_replace
@@ -157,9 +159,12 @@ def decide(db: Database, settings: Settings, user_id: str, staged_id: str,
         raise InvalidState(f"This staged skill write was already {decided}.", code="staged_write_decided")
     if not approve:
         return row, None
-    editor = SkillEditor(SkillStore.for_user(db, settings, user_id), row.writer)
+    store = SkillStore.for_user(db, settings, user_id)
     try:
-        result = editor.apply(row.action, {"name": row.name, **row.arguments})
+        if row.action == skill_consolidations.CONSOLIDATE:
+            result = skill_consolidations.apply(store, row.id, row.name, row.arguments, now)
+        else:
+            result = SkillEditor(store, row.writer).apply(row.action, {"name": row.name, **row.arguments})
     except BaseException:
         with db.write() as s:
             s.execute(update(SkillStagedWrite).where(SkillStagedWrite.id == row.id)

@@ -91,3 +91,25 @@ def test_without_a_user_every_user_with_agent_skills_is_shown(hstack, alice):
     user, _ = alice
     code, out, _ = hstack("curator", "run", "--dry-run")
     assert code == 0 and f"{user.name} ({user.id}): not seen by the curator yet" in out
+
+
+def test_run_with_consolidate_stages_an_umbrella_and_says_what_it_cost(hstack, db, settings, model, alice):
+    import json
+
+    from shared.stores import skill_staged
+    from tests.fakes.model import text
+
+    user, store = alice
+    umbrella = SKILL.format("notes")
+    model.script(text(json.dumps({"merge": True, "name": "notes", "merged": ["old-notes", "older-notes"],
+                                  "content": umbrella, "reason": "one habit"})))
+
+    code, out, _ = hstack("curator", "run", "--user", user.name, "--consolidate")
+
+    [pending] = skill_staged.list_pending(db, user.id)
+    assert code == 0 and pending.arguments["merged"] == ["old-notes", "older-notes"]  # fresh-notes is pinned
+    lines = out.splitlines()
+    assert lines[1].startswith(f"{user.name} ({user.id}): consolidation: 1 overlapping group(s), 1 staged, "
+                               "0 declined, 1 model call(s), ")
+    assert lines[2].startswith(f"    staged {pending.id}: ")
+    assert hstack("curator", "run", "--dry-run", "--consolidate")[0] != 0
