@@ -115,3 +115,36 @@ def test_a_pdf_is_saved_and_read_with_read_file(settings, db, user, model, make_
     assert doc.path in said and "read it with read_file" in said
     result = [m for m in model.requests[1].body["messages"] if m["role"] == "tool"][-1]["content"]
     assert "Invoice 4711 total 99 EUR" in result
+
+
+def test_a_blind_model_with_a_vision_model_configured_asks_vision_analyze(settings, db, user, model, make_runtime):
+    session = make_session(db, user.id)
+    photo = attach(settings, db, user.id, session.id, PNG, "cat.png")
+    model.script(tool_call([("vision_analyze", {"path": photo.path, "question": "What animal?"})]),
+                 text("A tabby cat on a sofa."), text("It is a tabby cat."))
+    runtime = make_runtime(llm_vision=False, vision_model="vision-test")
+    assert run(db, runtime, user.id, session.id, "what is this?", [photo]).output == "It is a tabby cat."
+    first, asked, last = model.requests[:3]
+    assert "vision_analyze" in [t["function"]["name"] for t in first.body["tools"]]
+    assert "call vision_analyze" in user_message(first)["content"] and image_parts(first) == []
+    assert asked.body["model"] == "vision-test" and "tools" not in asked.body
+    assert user_message(asked)["content"][0]["text"] == "What animal?" and len(image_parts(asked)) == 1
+    assert "A tabby cat on a sofa." in [m for m in last.body["messages"] if m["role"] == "tool"][-1]["content"]
+
+
+def test_vision_analyze_is_not_offered_without_a_vision_model(settings, db, user, model, make_runtime):
+    session = make_session(db, user.id)
+    model.script(text("hi"))
+    run(db, make_runtime(vision_model=None), user.id, session.id, "hello", [])
+    assert "vision_analyze" not in [t["function"]["name"] for t in model.requests[0].body.get("tools") or []]
+
+
+def test_vision_analyze_refuses_what_is_not_an_image_in_the_workspace(settings, db, user, model, make_runtime):
+    session = make_session(db, user.id)
+    doc = attach(settings, db, user.id, session.id, b"just words\n", "notes.txt")
+    model.script(tool_call([("vision_analyze", {"path": doc.path})]),
+                 tool_call([("vision_analyze", {"path": "../../../../etc/passwd"})]), text("done"))
+    run(db, make_runtime(vision_model="vision-test"), user.id, session.id, "look", [doc])
+    results = [m["content"] for m in model.requests[2].body["messages"] if m["role"] == "tool"]
+    assert "is not a PNG, JPEG, GIF or WebP image" in results[-2] and "outside the workspace" in results[-1]
+    assert len(model.requests) == 3  # the vision model was never asked
