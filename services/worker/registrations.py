@@ -16,7 +16,7 @@ from services.worker.features import memory, providers, skills, titles
 from services.worker.hooks import Hooks
 from services.worker.review.trigger import on_turn_finished
 from services.worker.tools import (
-    clarify, cronjob, delegate, files, mcp_loader, patch, session_search, terminal, todo, web,
+    clarify, cronjob, delegate, files, mcp_loader, patch, session_search, terminal, todo, vision, web,
 )
 from services.worker.tools import memory as memory_tool
 from services.worker.tools import skills as skill_tools
@@ -46,6 +46,7 @@ def register_tools(tools: ToolRegistry | None = None) -> ToolRegistry:
     tools.add(delegate.DELEGATE_TASK, toolset="delegate")
     # Offered only to a user with MCP servers; their tools join the turn when loaded (mcp_client/tools.py).
     tools.add(mcp_loader.MCP_TOOLS, toolset="mcp", read_only=True)
+    tools.add(vision.VISION_ANALYZE, toolset="vision", read_only=True)
     return tools
 
 
