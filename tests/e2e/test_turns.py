@@ -66,6 +66,56 @@ def test_a_turn_streams_its_answer_and_lands_in_the_transcript(stack, model):
         ]
 
 
+def read_posted_sse(client: httpx.Client, path: str, body: dict) -> tuple[httpx.Response, list[dict]]:
+    """POST with `Accept: text/event-stream`: the response and every SSE frame until the server closes it."""
+    events, frame = [], {}
+    with client.stream("POST", path, json=body, headers={"Accept": "text/event-stream"}, timeout=30) as response:
+        for line in response.iter_lines():
+            if not line:
+                if "event" in frame:
+                    events.append(frame)
+                frame = {}
+            elif not line.startswith(":"):
+                key, _, value = line.partition(":")
+                frame[key] = value.strip()
+    return response, [{"id": e.get("id"), "event": e["event"], "data": json.loads(e.get("data") or "{}")} for e in events]
+
+
+def test_a_streaming_post_delivers_the_same_events_as_post_then_get_events(stack, model):
+    """One request instead of two, and nothing lost or changed: the frames the POST streamed are the frames
+    GET .../events replays for that turn, and a turn posted the JSON way with the same reply streams the same
+    kinds and payloads."""
+    script = [tool_call([("write_file", {"path": "s.txt", "content": "streamed"})]),
+              text("Saved it, streaming.", chunk_delay=0.01)]
+    model.on("stream-post-a", *script)
+    model.on("stream-post-b", *script)
+    key = stack.create_user("e2e-stream-post")
+    with stack.client(key) as c:
+        sid = c.post("/v1/sessions", json={}).json()["id"]
+        response, streamed = read_posted_sse(c, f"/v1/sessions/{sid}/turns", {"input": "stream-post-a please"})
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        turn_id = response.headers["x-turn-id"]
+        assert response.headers["location"] == f"/v1/turns/{turn_id}"
+        replayed = read_sse(c, f"/v1/turns/{turn_id}/events")
+
+        plain = c.post(f"/v1/sessions/{sid}/turns", json={"input": "stream-post-b please"})
+        assert plain.status_code == 202
+        followed = read_sse(c, f"/v1/turns/{plain.json()['id']}/events")
+        row = c.get(f"/v1/turns/{turn_id}").json()
+
+    assert streamed == replayed
+    kinds = [e["event"] for e in streamed]
+    assert kinds[0] == "turn.started" and kinds[-1] == "turn.completed" and "tool.completed" in kinds
+    assert row["status"] == "completed" and streamed[-1]["data"]["output"] == row["output"] == "Saved it, streaming."
+
+    def comparable(events: list[dict]) -> list[tuple]:
+        """Kind and payload, without what differs between two turns by nature (ids, timings, usage)."""
+        drop = {"turn_id", "id", "usage", "duration_ms", "elapsed_ms"}
+        return [(e["event"], {k: v for k, v in e["data"].items() if k not in drop}) for e in events]
+
+    assert comparable(streamed) == comparable(followed)
+
+
 def test_twenty_turns_posted_at_once_to_one_session_run_in_order_without_overlap(stack, model):
     key = stack.create_user("e2e-order")
     with stack.client(key) as c:
