@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -194,6 +195,39 @@ def test_a_worker_killed_mid_turn_has_its_turn_finished_by_another_without_dupli
     assert roles == ["user", "assistant", "tool", "assistant"], messages
     assert messages[1]["tool_calls"][0]["function"]["name"] == "write_file"
     assert messages[3]["content"] == "Finished after the crash."
+
+
+def test_a_worker_killed_by_sigkill_has_its_turn_resumed_by_a_restarted_worker_long_before_its_lease(fake_model, model):
+    """The lease is ten minutes and no curator runs, so only the dead-worker sweep can hand the turn on: the
+    restarted worker on the same host sees the holder is gone, frees its lease and resumes the turn from its
+    stored progress (the tool result is kept, the tool is not run again, the turn ran twice but never at once)."""
+    stack = Stack(model_url=fake_model.base_url, env_overrides={"TURN_LEASE_SECONDS": "600"})
+    model.on(
+        "sigkill-test",
+        tool_call([("write_file", {"path": "kept.txt", "content": "before the kill"})]),
+        text("never delivered", latency=120),
+        text("Finished after the kill."),
+    )
+    with stack:
+        stack.start_api()
+        doomed = stack.start_worker("worker")
+        key = stack.create_user("e2e-sigkill")
+        with stack.client(key) as c:
+            sid = c.post("/v1/sessions", json={}).json()["id"]
+            turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": "sigkill-test: write a note"}).json()
+            wait_until(lambda: sum("sigkill-test" in json.dumps(r.body) for r in model.requests) >= 2,
+                       timeout=30, what="the second model call of the doomed turn")
+            doomed.signal(signal.SIGKILL)
+            doomed.popen.wait(10)
+            killed_at = time.monotonic()
+            stack.start_worker("worker")  # what `hstack run` does a second after a crash
+            done = wait_for_turn(c, turn["id"], timeout=120)
+            messages = c.get(f"/v1/sessions/{sid}/messages").json()["data"]
+
+    assert done["status"] == "completed" and done["output"] == "Finished after the kill."
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"], messages
+    calls = [r for r in model.requests if "sigkill-test" in json.dumps(r.body)]
+    assert len(calls) == 3 and calls[2].at > killed_at, "the resumed call came only after the holder was gone"
 
 
 def test_turns_accepted_while_redis_restarts_are_not_lost(fake_model, model):
