@@ -81,12 +81,40 @@ def stages_of_turn(c: httpx.Client, sid: str, text: str) -> dict[str, float]:
     return out
 
 
-def timed_turns(c: httpx.Client, model: FakeModel | None, sid: str, texts: list[str]) -> list[dict[str, float]]:
-    """Stages of each turn, with `model_request`: ms from the POST until the model received the call."""
+def stages_of_streamed_turn(c: httpx.Client, sid: str, text: str) -> dict[str, float]:
+    """`stages_of_turn` through one request: POST with `Accept: text/event-stream`, the events in its response.
+
+    `accepted`: the response's headers came back (the turn was committed and sent)."""
+    start = time.monotonic()
+    out: dict[str, float] = {"t0": start}
+    with c.stream("POST", f"/v1/sessions/{sid}/turns", json={"input": text},
+                  headers={"Accept": "text/event-stream"}) as response:
+        out["accepted"] = (time.monotonic() - start) * 1000
+        for line in response.iter_lines():
+            if not line.startswith("event: "):
+                continue
+            kind = line.split(": ", 1)[1]
+            at = (time.monotonic() - start) * 1000
+            if kind == "turn.started":
+                out.setdefault("started", at)
+            elif kind == "message.delta":
+                out.setdefault("first_delta", at)
+            elif kind in ("turn.completed", "turn.failed", "turn.cancelled"):
+                if kind != "turn.completed":
+                    raise RuntimeError(f"turn ended with {kind}")
+                out["completed"] = at
+                break
+    return out
+
+
+def timed_turns(c: httpx.Client, model: FakeModel | None, sid: str, texts: list[str],
+                streamed: bool = False) -> list[dict[str, float]]:
+    """Stages of each turn, with `model_request`: ms from the POST until the model received the call.
+    `streamed`: through the streaming POST instead of POST + GET events."""
     samples = []
     for text in texts:
         seen = len(model.requests) if model is not None else 0
-        stages = stages_of_turn(c, sid, text)
+        stages = (stages_of_streamed_turn if streamed else stages_of_turn)(c, sid, text)
         if model is not None:
             calls = model.requests[seen:]
             if calls:
@@ -100,13 +128,15 @@ def median_of(samples: list[dict[str, float]], key: str) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def bench_overhead(stack: Stack, key: str, n: int = int(os.environ.get("BENCH_OVERHEAD_TURNS", "200")), model: FakeModel | None = None) -> dict:
-    """Sequential instant-model turns in one fresh session: p50/p99 of POST → turn.completed, and the stages."""
+def bench_overhead(stack: Stack, key: str, n: int = int(os.environ.get("BENCH_OVERHEAD_TURNS", "200")),
+                   model: FakeModel | None = None, streamed: bool = False) -> dict:
+    """Sequential instant-model turns in one fresh session: p50/p99 of POST → turn.completed, and the stages.
+    `streamed`: each turn through the streaming POST (one request) instead of POST + GET events."""
     with stack.client(key) as c:
         sid = c.post("/v1/sessions", json={}).json()["id"]
-        timed_turns(c, model, sid, [f"warm {i}" for i in range(10)])  # warm up connections and caches
+        timed_turns(c, model, sid, [f"warm {i}" for i in range(10)], streamed)  # warm up connections and caches
         sid = c.post("/v1/sessions", json={}).json()["id"]
-        samples = timed_turns(c, model, sid, [f"overhead {i}" for i in range(n)])
+        samples = timed_turns(c, model, sid, [f"overhead {i}" for i in range(n)], streamed)
     completed = [s["completed"] for s in samples]
     stages = {k: median_of(samples, k) for k in ("accepted", "started", "model_request", "first_delta", "completed")}
     return {"p50_ms": statistics.median(completed), "p99_ms": percentile(completed, 99), "n": n, "stages": stages}
@@ -233,6 +263,14 @@ def overhead_figures(stack: Stack, model: FakeModel, key: str) -> dict:
     # the instant model answers at once: everything before its first delta is the stack's
     figure(f"stack time to first message.delta p50 ({db})", st["first_delta"], "ms",
            target=TARGETS["first_delta_ms"], note=f"model received the call at {st['model_request']:.1f} ms")
+    streamed = bench_overhead(stack, key, model=model, streamed=True)
+    print(f"turn overhead, one streaming POST (Accept: text/event-stream) → turn.completed, {streamed['n']} "
+          f"sequential turns, instant model ({db}):")
+    print("  stage medians (ms from the POST): " + ", ".join(f"{k} {v:.1f}" for k, v in streamed["stages"].items()))
+    figure(f"turn overhead p50, streaming POST ({db})", streamed["p50_ms"], "ms",
+           target=TARGETS[f"overhead_p50_ms_{db.lower()}"], note=f"p99 {streamed['p99_ms']:.1f} ms")
+    overhead["streamed"] = {"p50_ms": streamed["p50_ms"], "p99_ms": streamed["p99_ms"], "n": streamed["n"],
+                            "stages": streamed["stages"]}
     # The figures above are the bench user's, who by now has ~440 messages in earlier sessions, so each turn's
     # recall searches them. The same turns for a new user (whose only earlier session is its 10 warm-up turns)
     # say how much of that is the user's history.
@@ -338,9 +376,13 @@ def report_anchor(model: FakeModel, overhead: dict) -> dict | None:
           f"ours through api + worker + SSE; the same instant scripted model; anchor {anchor.n} turns of one "
           f"conversation, ours {overhead['n']} turns of one session")
     figure("anchor turn, in-process, p50", anchor.p50_ms, "ms", note=f"p99 {anchor.p99_ms:.1f} ms")
-    figure("our overhead / anchor overhead (p50)", overhead["p50_ms"] / anchor.p50_ms, "x",
+    figure("our overhead / anchor overhead (p50), POST + SSE", overhead["p50_ms"] / anchor.p50_ms, "x",
            target=TARGETS["anchor_ratio"], digits=2,
            note=f"ours {overhead['p50_ms']:.1f} ms / anchor {anchor.p50_ms:.1f} ms")
+    if "streamed" in overhead:
+        streamed = overhead["streamed"]["p50_ms"]
+        figure("our overhead / anchor overhead (p50), streaming POST", streamed / anchor.p50_ms, "x",
+               target=TARGETS["anchor_ratio"], digits=2, note=f"ours {streamed:.1f} ms / anchor {anchor.p50_ms:.1f} ms")
     figure("anchor request bytes, first model call", anchor.first_call_bytes / 1000, "KB",
            note=f"median over its {anchor.calls} turn calls {anchor.median_call_bytes / 1000:.1f} KB")
     return {"p50_ms": anchor.p50_ms, "p99_ms": anchor.p99_ms, "n": anchor.n,
