@@ -24,7 +24,8 @@ ENV = test_env.prepare()
 
 from bench import anchor_run  # noqa: E402
 from bench.report import figure, summary  # noqa: E402
-from tests.fakes.model import FakeModel  # noqa: E402
+from bench.review_model import is_review, reviewing  # noqa: E402
+from tests.fakes.model import FakeModel, echo  # noqa: E402
 from tests.support.processes import Stack, wait_until  # noqa: E402
 
 TARGETS = {"in_flight": 100, "rss_mb": 1024.0, "cold_start_s": 2.0, "sessions_200_s": 3.0,
@@ -249,17 +250,36 @@ def bench_history(stack: Stack, model: FakeModel, key_new: str, key_heavy: str, 
     return {name: {k: median_of(runs, k) for k in ("model_request", "completed")} for name, runs in samples.items()}
 
 
-def overhead_figures(stack: Stack, model: FakeModel, key: str) -> dict:
-    """Sequential instant-model turns of one session: their stages, p50 (and p99 on SQLite), first delta."""
+def reviews_seen(model: FakeModel, since: int = 0) -> int:
+    """Review requests (ours or the anchor's) the scripted model received after the first `since` requests."""
+    return sum(1 for r in model.requests[since:] if r.path == "/v1/chat/completions" and is_review(r.body))
+
+
+def overhead_figures(stack: Stack, model: FakeModel, key: str, reviewer=None) -> dict:
+    """Sequential instant-model turns of one session: their stages, p50 (and p99 on SQLite), first delta.
+
+    Reviews start right after their trigger, as in the agent we learn from, and the scripted model answers
+    them as a real one would (bench/review_model.py): with `reviewer` (its process), the CPU it spent during
+    the run is printed beside p99, since its work shares the machine's cores with the turns measured."""
     db = "Postgres" if stack.database_url.startswith("postgres") else "SQLite"
+    seen = len(model.requests)
+    reviewer_before = cpu_ms(reviewer.popen.pid) if reviewer is not None else None
     overhead = bench_overhead(stack, key, model=model)
+    reviews = reviews_seen(model, seen)
+    reviewer_note = ""
+    if reviewer_before is not None:
+        spent = cpu_ms(reviewer.popen.pid) - reviewer_before
+        overhead["reviewer_cpu_ms"], overhead["review_calls"] = spent, reviews
+        reviewer_note = f"; reviewer CPU {spent:.0f} ms over the run ({spent / overhead['n']:.1f} ms/turn), " \
+                        f"{reviews} review model calls"
     st = overhead["stages"]
     print(f"turn overhead, POST → turn.completed over SSE, {overhead['n']} sequential turns, instant model ({db}):")
     print("  stage medians (ms from the POST): " + ", ".join(f"{k} {v:.1f}" for k, v in st.items()))
     figure(f"turn overhead p50 ({db})", overhead["p50_ms"], "ms", target=TARGETS[f"overhead_p50_ms_{db.lower()}"],
-           note=f"p99 {overhead['p99_ms']:.1f} ms")
+           note=f"p99 {overhead['p99_ms']:.1f} ms{reviewer_note}")
     if db == "SQLite":
-        figure(f"turn overhead p99 ({db})", overhead["p99_ms"], "ms", target=TARGETS["overhead_p99_ms"])
+        figure(f"turn overhead p99 ({db})", overhead["p99_ms"], "ms", target=TARGETS["overhead_p99_ms"],
+               note=reviewer_note.removeprefix("; "))
     # the instant model answers at once: everything before its first delta is the stack's
     figure(f"stack time to first message.delta p50 ({db})", st["first_delta"], "ms",
            target=TARGETS["first_delta_ms"], note=f"model received the call at {st['model_request']:.1f} ms")
@@ -283,10 +303,10 @@ def overhead_figures(stack: Stack, model: FakeModel, key: str) -> dict:
     return overhead
 
 
-def report_overhead(stack: Stack, model: FakeModel, key: str) -> dict:
+def report_overhead(stack: Stack, model: FakeModel, key: str, reviewer=None) -> dict:
     """Turn overhead, its stages, its growth with the session and with the user's history, as figures."""
     db = "Postgres" if stack.database_url.startswith("postgres") else "SQLite"
-    overhead = overhead_figures(stack, model, key)
+    overhead = overhead_figures(stack, model, key, reviewer)
     growth = bench_growth(stack, key, n=GROWTH_TURNS)
     figure(f"turn {growth['n']} vs turns 3-22 of one session ({db})", growth["ratio"], "x",
            target=TARGETS["growth_ratio"], digits=2,
@@ -375,7 +395,9 @@ def report_anchor(model: FakeModel, overhead: dict) -> dict | None:
     print(f"anchor: hermes-agent {anchor_run.anchor_version()} in-process (AIAgent.run_conversation, no HTTP api), "
           f"ours through api + worker + SSE; the same instant scripted model; anchor {anchor.n} turns of one "
           f"conversation, ours {overhead['n']} turns of one session")
-    figure("anchor turn, in-process, p50", anchor.p50_ms, "ms", note=f"p99 {anchor.p99_ms:.1f} ms")
+    figure("anchor turn, in-process, p50", anchor.p50_ms, "ms",
+           note=f"p99 {anchor.p99_ms:.1f} ms; its reviews run in its own process (a thread), "
+                f"{reviews_seen(model)} review model calls")
     figure("our overhead / anchor overhead (p50), POST + SSE", overhead["p50_ms"] / anchor.p50_ms, "x",
            target=TARGETS["anchor_ratio"], digits=2,
            note=f"ours {overhead['p50_ms']:.1f} ms / anchor {anchor.p50_ms:.1f} ms")
@@ -429,7 +451,7 @@ def profile_cpu(mode: str, argv: list[str]) -> int:
         overrides.update(PYTHONPATH=os.pathsep.join([PROBE_DIR, os.getcwd()]), HSTACK_PROBE_DIR=os.path.abspath(out))
         if not os.environ.get("HSTACK_PROBE_CPU"):  # cProfile, unless timing named functions (cProfile skews that)
             overrides["HSTACK_PROFILE"] = os.environ.get("HSTACK_PROFILE", "1")
-    model = FakeModel(port=ENV.model_port)
+    model = FakeModel(port=ENV.model_port, default=reviewing(echo))  # reviews answered as a real model does
     model.start()
     stack = Stack(model_url=model.base_url, env_overrides=overrides)
     try:
@@ -493,7 +515,7 @@ def report_postgres(model: FakeModel) -> dict | None:
 def main() -> int:
     if sys.argv[1:2] and sys.argv[1] in ("cpu", "first", "burst"):
         return profile_cpu(sys.argv[1], sys.argv[2:])
-    model = FakeModel(port=ENV.model_port)
+    model = FakeModel(port=ENV.model_port, default=reviewing(echo))  # reviews answered as a real model does
     model.start()
     stack = Stack(model_url=model.base_url, env_overrides={"LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": "200",
                                                             # one user's load measures the worker, not the per-user cap
@@ -507,7 +529,7 @@ def main() -> int:
         print("Hermes Stack turn benchmark (real api + one worker process, scripted model over HTTP)\n")
 
         cpu = report_cpu(stack, {"api": api, "worker": worker}, key)
-        turn_figures = report_overhead(stack, model, key)
+        turn_figures = report_overhead(stack, model, key, reviewer)
         overhead = turn_figures["overhead"]
 
         anchor = report_anchor(model, overhead)
