@@ -424,15 +424,17 @@ def running_holders(db: Database, contains: str) -> set[str]:
 
 def free_leases(db: Database, holders: list[str], lease_seconds: float) -> list[Turn]:
     """The running turns of `holders` (each known to be dead) made claimable now, as if their leases had lapsed,
-    and marked sent: the caller sends them. A turn another worker claimed meanwhile is not touched."""
+    and marked sent: the caller sends them. A turn another worker claimed meanwhile is not touched, nor one whose
+    lease has lapsed already (freed by another process's sweep a moment ago, or left to the curator's)."""
     if not holders:
         return []
     now = utcnow()
+    lapsed = now - timedelta(seconds=lease_seconds)
     with db.write() as s:
         return list(s.scalars(
             update(Turn)
-            .where(Turn.status == TurnStatus.running.value, Turn.worker_id.in_(holders))
-            .values(heartbeat_at=now - timedelta(seconds=lease_seconds + 1), enqueued_at=now)
+            .where(Turn.status == TurnStatus.running.value, Turn.worker_id.in_(holders), Turn.heartbeat_at >= lapsed)
+            .values(heartbeat_at=lapsed - timedelta(seconds=1), enqueued_at=now)
             .returning(Turn),
             execution_options={"synchronize_session": False},
         ))

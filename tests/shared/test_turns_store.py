@@ -156,6 +156,7 @@ def test_freeing_dead_holders_leases_touches_only_their_running_turns(db):
     freed = turns.free_leases(db, ["worker@h_1:10:1:1", "worker@nowhere:1:1:1"], lease_seconds=30)
 
     assert [t.id for t in freed] == [doomed.id] and freed[0].enqueued_at is not None
+    assert turns.free_leases(db, ["worker@h_1:10:1:1"], lease_seconds=30) == [], "a second sweep sends it no more"
     assert turns.claim_next(db, live_run.id, "other", lease_seconds=30) is None
     taken = turns.claim_next(db, dead_run.id, "other", lease_seconds=30)
     assert (taken.id, taken.attempts, taken.worker_id) == (doomed.id, 2, "other")
