@@ -7,7 +7,6 @@ import logging
 from typing import Annotated
 
 import redis
-
 from fastapi import APIRouter, Header, Request, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -49,7 +48,6 @@ async def create_turn(
     user: CurrentUser,
     credentials: Credentials,
     idempotency_key: IdempotencyKey,
-    accept: Annotated[str | None, Header(max_length=1024)] = None,
     last_event_id: Annotated[str | None, Header(max_length=64)] = None,
 ):
     """Queue a turn; the same Idempotency-Key and body return the same turn, a different body is 409.
@@ -62,7 +60,7 @@ async def create_turn(
     Async, with only the accept in the threadpool: a sync route with a response model takes a second
     threadpool hop just to validate what it returns.
     """
-    streaming = wants_event_stream(accept)
+    streaming = wants_event_stream(request.headers.get("accept"))  # read as is: no Accept is ever refused
     after = parse_event_id(last_event_id) if streaming and last_event_id else None
     slot = take_slot(request, stream_owner(settings, credentials.credentials, user.id)) if streaming else None
     if slot is not None and not isinstance(slot, Slot):

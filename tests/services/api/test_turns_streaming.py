@@ -130,3 +130,10 @@ def test_the_default_stays_the_json_202(client, user, session):
     response = client.post(f"/v1/sessions/{session.id}/turns", headers={**user.headers, "Accept": "*/*"},
                            json={"input": "hello"})
     assert response.status_code == 202 and response.json()["status"] == "queued"
+
+
+def test_a_long_or_odd_accept_header_still_gets_the_json_202(client, user, session):
+    for accept in ("application/json;" + "x" * 4000, "\u00e9/\u00e9".encode(), ";;;,,,", "text/event-stream;q=;;"):
+        response = client.post(f"/v1/sessions/{session.id}/turns", headers={**user.headers, "Accept": accept},
+                               json={"input": "hello"})
+        assert response.status_code == 202
