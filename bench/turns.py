@@ -154,14 +154,18 @@ def bench_overhead_paired(stack: Stack, key: str, model: FakeModel,
     (one session each), so both see the same moments of a shared machine: (SSE figures, streaming POST figures)."""
     with stack.client(key) as c:
         sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(2)]
+        # No word of one session's turns appears in the other's: recall would find the other session's
+        # just-stored twin of each message and give that side's turns a context block the other side lacks.
+        words = ("overhead", "streamed")
         for i in range(10):  # warm up connections and caches
             for streamed, sid in enumerate(sids):
-                timed_turns(c, model, sid, [f"warm {i}"], bool(streamed))
+                timed_turns(c, model, sid, [f"warm {words[streamed]} {i + 1000 * streamed}"], bool(streamed))
         sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(2)]
         runs: list[list[dict[str, float]]] = [[], []]
         for i in range(n):
             for streamed, sid in enumerate(sids):
-                runs[streamed] += timed_turns(c, model, sid, [f"overhead {i}"], bool(streamed))
+                text = f"{words[streamed]} {i + 100_000 * streamed}"
+                runs[streamed] += timed_turns(c, model, sid, [text], bool(streamed))
     return summarise(runs[0]), summarise(runs[1])
 
 
