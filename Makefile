@@ -47,6 +47,8 @@ test-postgres: $(TEST_STAMP)
 
 bench: $(TEST_STAMP)
 	@$(BIN)/python -m bench.turns
+	@$(BIN)/python -m bench.recovery
+	@$(BIN)/python -m bench.burst
 	@$(BIN)/python -m bench.memory
 	@$(BIN)/python -m bench.scanner
 	@$(BIN)/python -m bench.recall

@@ -65,14 +65,24 @@ def run_anchor(model, turns: int) -> AnchorRun:
     model.reset()
     proc = subprocess.run([str(ANCHOR_PYTHON), str(ROOT / "bench" / "anchor.py"), model.base_url, str(turns)],
                           capture_output=True, text=True, timeout=TIMEOUT_SECONDS, cwd=str(ROOT))
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
+    found = [r for r in map(_result_line, proc.stdout.splitlines()) if r is not None]
+    if proc.returncode != 0 or not found:
         raise RuntimeError(f"Hermes Agent failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
-    result = json.loads(lines[-1])
+    result = found[-1]
     sizes = request_bytes(model.requests, TURN_MARKER)
     return AnchorRun(p50_ms=result["p50_ms"], p99_ms=result["p99_ms"], n=result["n"],
                      first_call_bytes=sizes[0] if sizes else 0,
                      median_call_bytes=int(statistics.median(sizes)) if sizes else 0, calls=len(sizes))
+
+
+def _result_line(line: str) -> dict | None:
+    """bench/anchor.py's result line, or None: Hermes Agent's own prints (a review's tool output) may start with `{`
+    too, now that the scripted model makes its reviews write."""
+    try:
+        parsed = json.loads(line) if line.startswith("{") else None
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) and "p50_ms" in parsed else None
 
 
 def skip_line() -> str:

@@ -24,7 +24,8 @@ ENV = test_env.prepare()
 
 from bench import anchor_run  # noqa: E402
 from bench.report import figure, summary  # noqa: E402
-from tests.fakes.model import FakeModel  # noqa: E402
+from bench.review_model import is_review, reviewing  # noqa: E402
+from tests.fakes.model import FakeModel, echo  # noqa: E402
 from tests.support.processes import Stack, wait_until  # noqa: E402
 
 TARGETS = {"in_flight": 100, "rss_mb": 1024.0, "cold_start_s": 2.0, "sessions_200_s": 3.0,
@@ -81,12 +82,40 @@ def stages_of_turn(c: httpx.Client, sid: str, text: str) -> dict[str, float]:
     return out
 
 
-def timed_turns(c: httpx.Client, model: FakeModel | None, sid: str, texts: list[str]) -> list[dict[str, float]]:
-    """Stages of each turn, with `model_request`: ms from the POST until the model received the call."""
+def stages_of_streamed_turn(c: httpx.Client, sid: str, text: str) -> dict[str, float]:
+    """`stages_of_turn` through one request: POST with `Accept: text/event-stream`, the events in its response.
+
+    `accepted`: the response's headers came back (the turn was committed and sent)."""
+    start = time.monotonic()
+    out: dict[str, float] = {"t0": start}
+    with c.stream("POST", f"/v1/sessions/{sid}/turns", json={"input": text},
+                  headers={"Accept": "text/event-stream"}) as response:
+        out["accepted"] = (time.monotonic() - start) * 1000
+        for line in response.iter_lines():
+            if not line.startswith("event: "):
+                continue
+            kind = line.split(": ", 1)[1]
+            at = (time.monotonic() - start) * 1000
+            if kind == "turn.started":
+                out.setdefault("started", at)
+            elif kind == "message.delta":
+                out.setdefault("first_delta", at)
+            elif kind in ("turn.completed", "turn.failed", "turn.cancelled"):
+                if kind != "turn.completed":
+                    raise RuntimeError(f"turn ended with {kind}")
+                out["completed"] = at
+                break
+    return out
+
+
+def timed_turns(c: httpx.Client, model: FakeModel | None, sid: str, texts: list[str],
+                streamed: bool = False) -> list[dict[str, float]]:
+    """Stages of each turn, with `model_request`: ms from the POST until the model received the call.
+    `streamed`: through the streaming POST instead of POST + GET events."""
     samples = []
     for text in texts:
         seen = len(model.requests) if model is not None else 0
-        stages = stages_of_turn(c, sid, text)
+        stages = (stages_of_streamed_turn if streamed else stages_of_turn)(c, sid, text)
         if model is not None:
             calls = model.requests[seen:]
             if calls:
@@ -100,16 +129,44 @@ def median_of(samples: list[dict[str, float]], key: str) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def bench_overhead(stack: Stack, key: str, n: int = int(os.environ.get("BENCH_OVERHEAD_TURNS", "200")), model: FakeModel | None = None) -> dict:
-    """Sequential instant-model turns in one fresh session: p50/p99 of POST → turn.completed, and the stages."""
+def bench_overhead(stack: Stack, key: str, n: int = int(os.environ.get("BENCH_OVERHEAD_TURNS", "200")),
+                   model: FakeModel | None = None, streamed: bool = False) -> dict:
+    """Sequential instant-model turns in one fresh session: p50/p99 of POST → turn.completed, and the stages.
+    `streamed`: each turn through the streaming POST (one request) instead of POST + GET events."""
     with stack.client(key) as c:
         sid = c.post("/v1/sessions", json={}).json()["id"]
-        timed_turns(c, model, sid, [f"warm {i}" for i in range(10)])  # warm up connections and caches
+        timed_turns(c, model, sid, [f"warm {i}" for i in range(10)], streamed)  # warm up connections and caches
         sid = c.post("/v1/sessions", json={}).json()["id"]
-        samples = timed_turns(c, model, sid, [f"overhead {i}" for i in range(n)])
+        samples = timed_turns(c, model, sid, [f"overhead {i}" for i in range(n)], streamed)
+    return summarise(samples)
+
+
+def summarise(samples: list[dict[str, float]]) -> dict:
     completed = [s["completed"] for s in samples]
     stages = {k: median_of(samples, k) for k in ("accepted", "started", "model_request", "first_delta", "completed")}
-    return {"p50_ms": statistics.median(completed), "p99_ms": percentile(completed, 99), "n": n, "stages": stages}
+    return {"p50_ms": statistics.median(completed), "p99_ms": percentile(completed, 99), "n": len(samples),
+            "stages": stages}
+
+
+def bench_overhead_paired(stack: Stack, key: str, model: FakeModel,
+                          n: int = int(os.environ.get("BENCH_OVERHEAD_TURNS", "200"))) -> tuple[dict, dict]:
+    """`bench_overhead` through POST + GET events and through the streaming POST, turn by turn in alternation
+    (one session each), so both see the same moments of a shared machine: (SSE figures, streaming POST figures)."""
+    with stack.client(key) as c:
+        sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(2)]
+        # No word of one session's turns appears in the other's: recall would find the other session's
+        # just-stored twin of each message and give that side's turns a context block the other side lacks.
+        words = ("overhead", "streamed")
+        for i in range(10):  # warm up connections and caches
+            for streamed, sid in enumerate(sids):
+                timed_turns(c, model, sid, [f"warm {words[streamed]} {i + 1000 * streamed}"], bool(streamed))
+        sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(2)]
+        runs: list[list[dict[str, float]]] = [[], []]
+        for i in range(n):
+            for streamed, sid in enumerate(sids):
+                text = f"{words[streamed]} {i + 100_000 * streamed}"
+                runs[streamed] += timed_turns(c, model, sid, [text], bool(streamed))
+    return summarise(runs[0]), summarise(runs[1])
 
 
 def cpu_ms(pid: int) -> float:
@@ -219,20 +276,47 @@ def bench_history(stack: Stack, model: FakeModel, key_new: str, key_heavy: str, 
     return {name: {k: median_of(runs, k) for k in ("model_request", "completed")} for name, runs in samples.items()}
 
 
-def overhead_figures(stack: Stack, model: FakeModel, key: str) -> dict:
-    """Sequential instant-model turns of one session: their stages, p50 (and p99 on SQLite), first delta."""
+def reviews_seen(model: FakeModel, since: int = 0) -> int:
+    """Review requests (ours or the anchor's) the scripted model received after the first `since` requests."""
+    return sum(1 for r in model.requests[since:] if r.path == "/v1/chat/completions" and is_review(r.body))
+
+
+def overhead_figures(stack: Stack, model: FakeModel, key: str, reviewer=None) -> dict:
+    """Sequential instant-model turns of one session: their stages, p50 (and p99 on SQLite), first delta.
+
+    Reviews start right after their trigger, as in the agent we learn from, and the scripted model answers
+    them as a real one would (bench/review_model.py): with `reviewer` (its process), the CPU it spent during
+    the run is printed beside p99, since its work shares the machine's cores with the turns measured."""
     db = "Postgres" if stack.database_url.startswith("postgres") else "SQLite"
-    overhead = bench_overhead(stack, key, model=model)
+    seen = len(model.requests)
+    reviewer_before = cpu_ms(reviewer.popen.pid) if reviewer is not None else None
+    overhead, streamed = bench_overhead_paired(stack, key, model)
+    reviews = reviews_seen(model, seen)
+    reviewer_note = ""
+    if reviewer_before is not None:
+        spent = cpu_ms(reviewer.popen.pid) - reviewer_before
+        overhead["reviewer_cpu_ms"], overhead["review_calls"] = spent, reviews
+        reviewer_note = f"; reviewer CPU {spent:.0f} ms over the run ({spent / (2 * overhead['n']):.1f} ms/turn), " \
+                        f"{reviews} review model calls"
     st = overhead["stages"]
-    print(f"turn overhead, POST → turn.completed over SSE, {overhead['n']} sequential turns, instant model ({db}):")
+    print(f"turn overhead, POST → turn.completed over SSE, {overhead['n']} sequential turns, instant model ({db}), "
+          "in alternation with as many through the streaming POST:")
     print("  stage medians (ms from the POST): " + ", ".join(f"{k} {v:.1f}" for k, v in st.items()))
     figure(f"turn overhead p50 ({db})", overhead["p50_ms"], "ms", target=TARGETS[f"overhead_p50_ms_{db.lower()}"],
-           note=f"p99 {overhead['p99_ms']:.1f} ms")
+           note=f"p99 {overhead['p99_ms']:.1f} ms{reviewer_note}")
     if db == "SQLite":
-        figure(f"turn overhead p99 ({db})", overhead["p99_ms"], "ms", target=TARGETS["overhead_p99_ms"])
+        figure(f"turn overhead p99 ({db})", overhead["p99_ms"], "ms", target=TARGETS["overhead_p99_ms"],
+               note=reviewer_note.removeprefix("; "))
     # the instant model answers at once: everything before its first delta is the stack's
     figure(f"stack time to first message.delta p50 ({db})", st["first_delta"], "ms",
            target=TARGETS["first_delta_ms"], note=f"model received the call at {st['model_request']:.1f} ms")
+    print(f"turn overhead, one streaming POST (Accept: text/event-stream) → turn.completed, {streamed['n']} "
+          f"sequential turns, instant model ({db}):")
+    print("  stage medians (ms from the POST): " + ", ".join(f"{k} {v:.1f}" for k, v in streamed["stages"].items()))
+    figure(f"turn overhead p50, streaming POST ({db})", streamed["p50_ms"], "ms",
+           target=TARGETS[f"overhead_p50_ms_{db.lower()}"], note=f"p99 {streamed['p99_ms']:.1f} ms{reviewer_note}")
+    overhead["streamed"] = {"p50_ms": streamed["p50_ms"], "p99_ms": streamed["p99_ms"], "n": streamed["n"],
+                            "stages": streamed["stages"]}
     # The figures above are the bench user's, who by now has ~440 messages in earlier sessions, so each turn's
     # recall searches them. The same turns for a new user (whose only earlier session is its 10 warm-up turns)
     # say how much of that is the user's history.
@@ -245,10 +329,10 @@ def overhead_figures(stack: Stack, model: FakeModel, key: str) -> dict:
     return overhead
 
 
-def report_overhead(stack: Stack, model: FakeModel, key: str) -> dict:
+def report_overhead(stack: Stack, model: FakeModel, key: str, reviewer=None) -> dict:
     """Turn overhead, its stages, its growth with the session and with the user's history, as figures."""
     db = "Postgres" if stack.database_url.startswith("postgres") else "SQLite"
-    overhead = overhead_figures(stack, model, key)
+    overhead = overhead_figures(stack, model, key, reviewer)
     growth = bench_growth(stack, key, n=GROWTH_TURNS)
     figure(f"turn {growth['n']} vs turns 3-22 of one session ({db})", growth["ratio"], "x",
            target=TARGETS["growth_ratio"], digits=2,
@@ -337,10 +421,16 @@ def report_anchor(model: FakeModel, overhead: dict) -> dict | None:
     print(f"anchor: hermes-agent {anchor_run.anchor_version()} in-process (AIAgent.run_conversation, no HTTP api), "
           f"ours through api + worker + SSE; the same instant scripted model; anchor {anchor.n} turns of one "
           f"conversation, ours {overhead['n']} turns of one session")
-    figure("anchor turn, in-process, p50", anchor.p50_ms, "ms", note=f"p99 {anchor.p99_ms:.1f} ms")
-    figure("our overhead / anchor overhead (p50)", overhead["p50_ms"] / anchor.p50_ms, "x",
+    figure("anchor turn, in-process, p50", anchor.p50_ms, "ms",
+           note=f"p99 {anchor.p99_ms:.1f} ms; its reviews run in its own process (a thread), "
+                f"{reviews_seen(model)} review model calls")
+    figure("our overhead / anchor overhead (p50), POST + SSE", overhead["p50_ms"] / anchor.p50_ms, "x",
            target=TARGETS["anchor_ratio"], digits=2,
            note=f"ours {overhead['p50_ms']:.1f} ms / anchor {anchor.p50_ms:.1f} ms")
+    if "streamed" in overhead:
+        streamed = overhead["streamed"]["p50_ms"]
+        figure("our overhead / anchor overhead (p50), streaming POST", streamed / anchor.p50_ms, "x",
+               target=TARGETS["anchor_ratio"], digits=2, note=f"ours {streamed:.1f} ms / anchor {anchor.p50_ms:.1f} ms")
     figure("anchor request bytes, first model call", anchor.first_call_bytes / 1000, "KB",
            note=f"median over its {anchor.calls} turn calls {anchor.median_call_bytes / 1000:.1f} KB")
     return {"p50_ms": anchor.p50_ms, "p99_ms": anchor.p99_ms, "n": anchor.n,
@@ -387,7 +477,7 @@ def profile_cpu(mode: str, argv: list[str]) -> int:
         overrides.update(PYTHONPATH=os.pathsep.join([PROBE_DIR, os.getcwd()]), HSTACK_PROBE_DIR=os.path.abspath(out))
         if not os.environ.get("HSTACK_PROBE_CPU"):  # cProfile, unless timing named functions (cProfile skews that)
             overrides["HSTACK_PROFILE"] = os.environ.get("HSTACK_PROFILE", "1")
-    model = FakeModel(port=ENV.model_port)
+    model = FakeModel(port=ENV.model_port, default=reviewing(echo))  # reviews answered as a real model does
     model.start()
     stack = Stack(model_url=model.base_url, env_overrides=overrides)
     try:
@@ -451,7 +541,7 @@ def report_postgres(model: FakeModel) -> dict | None:
 def main() -> int:
     if sys.argv[1:2] and sys.argv[1] in ("cpu", "first", "burst"):
         return profile_cpu(sys.argv[1], sys.argv[2:])
-    model = FakeModel(port=ENV.model_port)
+    model = FakeModel(port=ENV.model_port, default=reviewing(echo))  # reviews answered as a real model does
     model.start()
     stack = Stack(model_url=model.base_url, env_overrides={"LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": "200",
                                                             # one user's load measures the worker, not the per-user cap
@@ -465,11 +555,12 @@ def main() -> int:
         print("Hermes Stack turn benchmark (real api + one worker process, scripted model over HTTP)\n")
 
         cpu = report_cpu(stack, {"api": api, "worker": worker}, key)
-        turn_figures = report_overhead(stack, model, key)
+        turn_figures = report_overhead(stack, model, key, reviewer)
         overhead = turn_figures["overhead"]
 
         anchor = report_anchor(model, overhead)
-        ours_bytes = our_first_call_bytes(stack, model, key)
+        # a user of its own: the bench user's reviews have saved memories by now, and this figure is the empty-memory one
+        ours_bytes = our_first_call_bytes(stack, model, stack.create_user("bench-first-call"))
         figure("our request bytes, first call of a new session, empty memory", ours_bytes / 1000, "KB",
                target=TARGETS["first_call_kb"])
 

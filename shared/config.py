@@ -79,6 +79,7 @@ class Settings(BaseSettings):
     event_stream_ttl_seconds: int = Field(24 * 3600, alias="EVENT_STREAM_TTL_SECONDS")
     chat_completion_timeout_seconds: float = Field(600.0, alias="CHAT_COMPLETION_TIMEOUT_SECONDS")
     worker_concurrency: int = Field(200, alias="WORKER_CONCURRENCY")
+    worker_processes: int = Field(0, ge=0, le=64, alias="WORKER_PROCESSES")  # `hstack run` only; 0: one per core
     max_running_turns_per_user: int = Field(4, ge=0, alias="MAX_RUNNING_TURNS_PER_USER")
     worker_shutdown_grace_seconds: float = Field(8.0, gt=0, alias="WORKER_SHUTDOWN_GRACE_SECONDS")
     rate_limit_per_minute: int = Field(600, ge=0, alias="RATE_LIMIT_PER_MINUTE")

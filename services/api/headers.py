@@ -21,3 +21,17 @@ async def idempotency_key(
 
 
 IdempotencyKey = Annotated[str | None, Depends(idempotency_key)]
+
+
+def wants_event_stream(accept: str | None) -> bool:
+    """True when the Accept header asks for `text/event-stream` (with a q above 0), not merely allows `*/*`."""
+    for item in (accept or "").split(","):
+        media, *params = (part.strip().lower() for part in item.split(";"))
+        if media != "text/event-stream":
+            continue
+        q = next((p[2:] for p in params if p.startswith("q=")), "1")
+        try:
+            return float(q) > 0
+        except ValueError:
+            return False
+    return False

@@ -178,8 +178,7 @@ class Chat:
         """Post one turn and print its events until it ends; a refused or failed turn does not end the chat."""
         printer = TurnPrinter(self.out, self.answer_approval, self.answer_question)
         try:
-            turn = self.client.post_turn(self.session_id, text)
-            for event in self.client.events(turn["id"]):
+            for event in self.client.turn_events(self.session_id, text):  # one request: the POST streams
                 printer.handle(event)
         except CliError as exc:
             printer.new_line()

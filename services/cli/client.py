@@ -99,16 +99,6 @@ class ApiClient:
     def delete(self, path: str) -> Any:
         return self._call("DELETE", path)
 
-    def post_turn(self, session_id: str, text: str) -> dict:
-        """Post a turn; a retry after a dropped connection reuses the Idempotency-Key, so it runs once."""
-        headers = {"Idempotency-Key": uuid.uuid4().hex}
-        try:
-            return self.post(f"/v1/sessions/{session_id}/turns", {"input": text}, headers=headers)
-        except CliError as first:
-            if not isinstance(first.__cause__, httpx.TransportError):
-                raise
-            return self.post(f"/v1/sessions/{session_id}/turns", {"input": text}, headers=headers)
-
     def _call(self, method: str, path: str, **kwargs) -> Any:
         try:
             response = self._http.request(method, path, **kwargs)
@@ -121,9 +111,38 @@ class ApiClient:
     def unreachable(self) -> str:
         return f"Cannot reach the api at {self.url}. Is `hstack run` running? Set HSTACK_URL if it runs elsewhere."
 
-    def events(self, turn_id: str) -> Iterator[Event]:
-        """The turn's events from the start until its terminal one, resuming after dropped connections."""
+    def turn_events(self, session_id: str, text: str) -> Iterator[Event]:
+        """Post a turn and read its events in the same response (`Accept: text/event-stream`), to its terminal one.
+
+        One request instead of a POST then a GET, so the answer starts a round trip sooner. The turn's id comes
+        in the X-Turn-Id header; a stream that drops after it goes on with GET .../events from the last event
+        id, and a POST that got no answer is sent once more with the same Idempotency-Key, so the turn runs once.
+        """
+        headers = {"Idempotency-Key": uuid.uuid4().hex, "Accept": "text/event-stream"}
+        path = f"/v1/sessions/{session_id}/turns"
+        opened: dict[str, str] = {}
         last_id: str | None = None
+        for attempt in (1, 2):
+            try:
+                for event in self._stream(path, headers, method="POST", body={"input": text}, opened=opened):
+                    last_id = event.id or last_id
+                    yield event
+                    if event.type in TERMINAL_EVENTS:
+                        return
+                break
+            except httpx.TransportError as exc:
+                if "turn_id" in opened:
+                    break
+                if attempt == 2:
+                    raise CliError(self.unreachable()) from exc
+        if "turn_id" not in opened:
+            raise CliError("The api answered the turn without naming it (no X-Turn-Id header).")
+        yield from self.events(opened["turn_id"], after=last_id)
+
+    def events(self, turn_id: str, *, after: str | None = None) -> Iterator[Event]:
+        """The turn's events from the start (or after the event id `after`) until its terminal one, resuming after
+        dropped connections."""
+        last_id: str | None = after
         failures = 0
         while True:
             headers = {"Last-Event-ID": last_id} if last_id else {}
@@ -142,12 +161,16 @@ class ApiClient:
                 raise CliError(f"Lost the event stream of turn {turn_id}: {problem}.")
             time.sleep(RECONNECT_DELAY_SECONDS * failures)
 
-    def _stream(self, path: str, headers: dict) -> Iterator[Event]:
+    def _stream(self, path: str, headers: dict, *, method: str = "GET", body: dict | None = None,
+                opened: dict[str, str] | None = None) -> Iterator[Event]:
+        """The SSE events of one request; `opened` gets the turn id its X-Turn-Id header names."""
         timeout = httpx.Timeout(30.0, read=STREAM_IDLE_SECONDS)
-        with self._http.stream("GET", path, headers=headers, timeout=timeout) as response:
+        with self._http.stream(method, path, headers=headers, json=body, timeout=timeout) as response:
             if response.status_code >= 400:
                 response.read()
                 raise CliError(describe_error(response))
+            if opened is not None and response.headers.get("x-turn-id"):
+                opened["turn_id"] = response.headers["x-turn-id"]
             yield from parse_sse(response.iter_lines())
 
 

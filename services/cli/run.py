@@ -184,7 +184,7 @@ class Supervisor:
         started = []
         for service in stack.services(settings, data_dir):
             self.checkpoint()
-            probe, detail = probes.get(service.name, (heartbeat_probe(redis_url, service.name), service.detail))
+            probe, detail = probes.get(service.name, (heartbeat_probe(redis_url, service.announces), service.detail))
             started.append(self.launch(service.name, service.argv, {**env, **service.env}, probe, detail))
         self.wait_ready(started, READY_TIMEOUT_SECONDS)
         key = settings.admin_api_key.get_secret_value() if settings.admin_api_key else ""

@@ -22,21 +22,60 @@ class Service:
     env: dict[str, str] = field(default_factory=dict)
     detail: str = ""  # what the ready line says about it
 
+    @property
+    def announces(self) -> str:
+        """The name its heartbeat in Redis carries (HSTACK_SERVICE): worker2 announces itself as `worker`."""
+        return self.env.get("HSTACK_SERVICE", self.name)
+
 
 def python(*args: str) -> list[str]:
     return [sys.executable, *args]
 
 
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container's cpuset narrows)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def worker_layout(settings: Settings) -> tuple[int, int]:
+    """(processes, threads each) of the turns worker under `hstack run`.
+
+    A turn spends nearly all its time waiting on the model, so one process's threads carry many turns at once;
+    what they cannot share is the GIL: the CPU part of each turn (building the request, parsing the stream,
+    storing the answer) runs one thread at a time per process. One process per core (WORKER_PROCESSES=0) lets
+    every core do that work, and WORKER_CONCURRENCY is split across them, so the machine still runs that many
+    turns at once and, with a prefetch of one, no process takes more turns than its threads can start.
+    """
+    processes = settings.worker_processes or cores()
+    return processes, max(1, -(-settings.worker_concurrency // processes))
+
+
+def turn_workers(settings: Settings, celery_worker: list[str]) -> list[Service]:
+    """worker, worker2, … : the turns worker's processes, each its own Celery node, all announcing `worker`."""
+    processes, threads = worker_layout(settings)
+    found = []
+    for n in range(1, processes + 1):
+        name = "worker" if n == 1 else f"worker{n}"
+        found.append(Service(name, python(*celery_worker, "-Q", "turns", "--concurrency", str(threads),
+                                          "-n", f"{name}@%h"), {"HSTACK_SERVICE": "worker"},
+                             f"queue turns, {threads} threads" + (f" (process {n} of {processes})"
+                                                                  if processes > 1 else "")))
+    return found
+
+
 def services(settings: Settings, data_dir: Path) -> list[Service]:
-    """api, worker (queue turns), reviewer (queue review), curator (beat + queue curator) and the gateway."""
+    """api, worker (queue turns; one process per core), reviewer (queue review), curator (beat + queue curator)
+    and the gateway."""
     quiet = ["--without-gossip", "--without-mingle", "--loglevel", settings.log_level]
     celery_worker = ["-m", "celery", "-A", "services.worker.tasks", "worker", "--pool", "threads", *quiet]
     return [
         Service("api", python("-m", "uvicorn", "--factory", "services.api.main:create_app", "--host",
                               settings.api_host, "--port", str(settings.api_port), "--timeout-graceful-shutdown", "5",
                               "--no-proxy-headers")),  # the app trusts only TRUSTED_PROXIES
-        Service("worker", python(*celery_worker, "-Q", "turns", "--concurrency", str(settings.worker_concurrency),
-                                 "-n", "worker@%h"), {"HSTACK_SERVICE": "worker"}, "queue turns"),
+        *turn_workers(settings, celery_worker),
         Service("reviewer", python(*celery_worker, "-Q", "review", "--concurrency", str(settings.worker_concurrency),
                                    "-n", "reviewer@%h"), {"HSTACK_SERVICE": "reviewer"}, "queue review"),
         Service("curator", python("-m", "celery", "-A", "services.curator.tasks", "worker", "-B", "-Q", "curator",

@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 import httpx
 
@@ -113,9 +113,61 @@ class ApiClient:
         return await self.call("POST", f"/v1/clarifications/{clarification_id}", user_id=user_id,
                                json_body={"choice": choice})
 
-    async def events(self, user_id: str, turn_id: str) -> AsyncIterator[Event]:
-        """The turn's events to its terminal one, resuming with Last-Event-ID when the stream drops."""
-        last_id: str | None = None
+    async def stream_turn(self, user_id: str, session_id: str, text: str,
+                          on_accepted: Callable[[str], Awaitable[None]]) -> AsyncIterator[Event]:
+        """Post a turn with `Accept: text/event-stream` and yield its events from the same response: one request
+        where a POST then a GET took two. `on_accepted(turn_id)` runs as soon as the api named the turn (its
+        X-Turn-Id header), before any event. A refusal raises ApiError as `create_turn` does (a moment's 429 or
+        no connection is tried again first: nothing was done); a stream that drops goes on with `events` from
+        the last event id."""
+        path = f"/v1/sessions/{session_id}/turns"
+        headers = {ACT_AS_HEADER: user_id, "Accept": "text/event-stream"}
+        response = await self._open_stream(path, headers, {"input": text})
+        turn_id, last_id = response.headers.get("x-turn-id"), None
+        try:
+            if not turn_id:
+                raise ApiError(502, "no_turn_id", "The api streamed a turn without naming it.")
+            await on_accepted(turn_id)
+            async for event in _parse_sse(response.aiter_lines()):
+                if event.type == "error":
+                    break
+                last_id = event.id or last_id
+                yield event
+                if event.type in TERMINAL_EVENTS:
+                    return
+        except httpx.TransportError as exc:
+            log.warning("the streamed turn %s dropped (%s); resuming", turn_id, type(exc).__name__)
+        finally:
+            await response.aclose()
+        async for event in self.events(user_id, turn_id, after=last_id):
+            yield event
+
+    async def _open_stream(self, path: str, headers: dict, body: Any) -> httpx.Response:
+        """A streaming POST's response once its status is a success, with `call`'s retries of a moment's refusal."""
+        for delay in (*RETRY_DELAYS, None):
+            request = self._http.build_request("POST", path, json=body, headers=headers,
+                                               timeout=httpx.Timeout(30.0, read=120.0))
+            try:
+                response = await self._http.send(request, stream=True)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout):
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
+                continue
+            if response.status_code < 400:
+                return response
+            await response.aread()
+            await response.aclose()
+            wait = _transient_wait(response)
+            if delay is None or wait is None:
+                raise _error(response)
+            await asyncio.sleep(max(delay, wait))
+        raise AssertionError("unreachable")
+
+    async def events(self, user_id: str, turn_id: str, *, after: str | None = None) -> AsyncIterator[Event]:
+        """The turn's events (after the event id `after`, else from the start) to its terminal one, resuming
+        with Last-Event-ID when the stream drops."""
+        last_id: str | None = after
         for _attempt in range(STREAM_RECONNECTS):
             headers = {ACT_AS_HEADER: user_id, **({"Last-Event-ID": last_id} if last_id else {})}
             try:

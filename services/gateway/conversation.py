@@ -106,14 +106,19 @@ class ChatRunner:
                 self.current = None
 
     async def _run(self, text: str) -> None:
+        """Post the turn and follow its events in the same response (the streaming POST), then hand over the
+        answer; the chat shows the agent typing from the moment the message is sent."""
         session_id = await self.session()
-        turn = await self.api.create_turn(self.user_id, session_id, text)
-        self.current = turn["id"]
-        await self.surface.expect(turn["id"])
         typing = asyncio.create_task(self._keep_typing())
-        ref, shown = None, ""
+        ref, shown, turn_id = None, "", None
+
+        async def accepted(named: str) -> None:
+            nonlocal turn_id
+            turn_id = self.current = named
+            await self.surface.expect(named)
+
         try:
-            async for event in self.api.events(self.user_id, turn["id"]):
+            async for event in self.api.stream_turn(self.user_id, session_id, text, accepted):
                 if event.type == "message.delta":
                     shown += str(event.data.get("delta", ""))
                     ref = await self.surface.preview(shown, ref)
@@ -124,12 +129,13 @@ class ChatRunner:
                     await self.surface.question(event.data)
                 elif event.type == "review.completed" and event.data.get("summary"):
                     await self.surface.notice(f"💾 {event.data['summary']}")  # what a background review saved
-            done = await self.api.turn(self.user_id, turn["id"])
+            done = await self.api.turn(self.user_id, turn_id)
             if done.get("status") in ENDED:  # else the stream gave up early: the outbox loop waits for the end
-                await self.surface.final(reply_text(done), ref, turn["id"])
+                await self.surface.final(reply_text(done), ref, turn_id)
         finally:
             typing.cancel()
-            self.surface.release(turn["id"])
+            if turn_id is not None:
+                self.surface.release(turn_id)
 
     async def _keep_typing(self) -> None:
         while True:

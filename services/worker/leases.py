@@ -2,8 +2,9 @@
 
 One daemon thread per process heartbeats all held turns in one statement every
 TURN_HEARTBEAT_SECONDS (so 200 concurrent turns cost one write, not 200), collects the cancel
-requests clients made, and announces the service in Redis every ~10 s. A failed heartbeat is
-logged and retried on the next tick; it never stops the thread.
+requests clients made, runs the dead-worker sweep when one is set (services/worker/recovery.py) and
+announces the service in Redis every ~10 s. A failed heartbeat is logged and retried on the next tick;
+it never stops the thread.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Callable
 
 import redis
 
@@ -29,8 +31,9 @@ class LeaseKeeper:
     """Holds turn leases for one worker id and remembers which held turns were cancelled."""
 
     def __init__(self, db: Database, r: redis.Redis, worker_id: str, *, interval: float, service: str,
-                 settings: Settings | None = None) -> None:
+                 settings: Settings | None = None, sweep: Callable[[], object] | None = None) -> None:
         self.db = db
+        self.sweep = sweep  # called on every tick; it decides itself how often it does anything
         self.settings = settings  # when given, cancels pushed through Redis are heard at once
         self.redis = r
         self.worker_id = worker_id
@@ -100,6 +103,8 @@ class LeaseKeeper:
         else:
             with self._lock:
                 self._cancelled.update(cancelled & self._held)
+        if self.sweep is not None:
+            self.sweep()
         if time.monotonic() - self._announced_at >= ANNOUNCE_EVERY_SECONDS:
             try:
                 heartbeats.announce(self.redis, self.service, turns=len(held))

@@ -12,12 +12,15 @@ from pydantic import BaseModel
 
 from shared.config import Settings, get_settings
 from shared.db import Database, get_database
-from shared.ops.heartbeats import instance_id
+from shared.ops.holders import holder_id
 from shared.llm import LLMClient, get_llm
+from shared.models.turns import Turn
 from shared.queue.app import enqueue
+from shared.queue.turns import send_turn
 from shared.messaging.connections import get_redis
 from services.worker.agent.transcripts import TranscriptCache
 from services.worker.leases import LeaseKeeper
+from services.worker.recovery import DeadHolderSweep
 from services.worker.sandbox import stop_background
 from services.worker.shutdown import Shutdown
 from services.worker.hooks import current
@@ -51,12 +54,19 @@ class Runtime:
         db = get_database(settings.sqlalchemy_url)
         r = get_redis(settings)
         service = service_name()
-        worker_id = worker_id or instance_id(service)
+        worker_id = worker_id or holder_id(service)
         leases = LeaseKeeper(db, r, worker_id, interval=settings.turn_heartbeat_seconds, service=service,
                              settings=settings)
         current()  # the hooks are in place before the first turn
         tools = tools if tools is not None else built_in_tools(settings)
-        return cls(settings, db, r, get_llm(settings, r), tools, worker_id, leases)
+        runtime = cls(settings, db, r, get_llm(settings, r), tools, worker_id, leases)
+        leases.sweep = DeadHolderSweep(db, worker_id, runtime.send_all, lease_seconds=settings.turn_lease_seconds)
+        return runtime
+
+    def send_all(self, ready: list[Turn]) -> None:
+        """Enqueue turns already marked sent (a lost send is left to the sweeper, which re-sends them)."""
+        for turn in ready:
+            send_turn(self.enqueue, turn.id, turn.session_id)
 
 
 _runtime: Runtime | None = None

@@ -421,6 +421,33 @@ def release_turn(db: Database, turn_id: str, worker_id: str) -> Turn | None:
         ).one_or_none()
 
 
+def running_holders(db: Database, contains: str) -> set[str]:
+    """The holders (worker ids) of running turns whose id contains `contains`: the recovery sweep's candidates."""
+    with db.read() as s:
+        return set(s.scalars(
+            select(Turn.worker_id).distinct()
+            .where(Turn.status == TurnStatus.running.value, Turn.worker_id.contains(contains, autoescape=True))
+        ))
+
+
+def free_leases(db: Database, holders: list[str], lease_seconds: float) -> list[Turn]:
+    """The running turns of `holders` (each known to be dead) made claimable now, as if their leases had lapsed,
+    and marked sent: the caller sends them. A turn another worker claimed meanwhile is not touched, nor one whose
+    lease has lapsed already (freed by another process's sweep a moment ago, or left to the curator's)."""
+    if not holders:
+        return []
+    now = utcnow()
+    lapsed = now - timedelta(seconds=lease_seconds)
+    with db.write() as s:
+        return list(s.scalars(
+            update(Turn)
+            .where(Turn.status == TurnStatus.running.value, Turn.worker_id.in_(holders), Turn.heartbeat_at >= lapsed)
+            .values(heartbeat_at=lapsed - timedelta(seconds=1), enqueued_at=now)
+            .returning(Turn),
+            execution_options={"synchronize_session": False},
+        ))
+
+
 def hand_off(db: Database, session_id: str) -> Turn | None:
     """The session's next queued turn, marked sent, when no turn of it runs live: a stopping worker re-sends it."""
     with db.write() as s:

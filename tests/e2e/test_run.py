@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from services.cli.stack import cores
 from tests.support.env import reachable
 from tests.support.hstack_run import HstackRun
 from tests.support.processes import wait_for_turn
@@ -19,6 +20,8 @@ from tests.support.waiting import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.sqlite_only, pytest.mark.once]
 
 SERVICES = ("redis", "model", "api", "worker", "reviewer", "curator", "gateway")
+# One turns-worker process per core by default (services/cli/stack.py worker_layout): worker, worker2, …
+WORKERS = tuple(f"worker{n}" for n in range(2, cores() + 1))
 READY_LINE = re.compile(r"^  (\w+)\s+ready\s", re.MULTILINE)
 
 
@@ -62,13 +65,13 @@ def test_the_console_shows_one_line_per_service_then_the_ready_block_and_no_bann
         logged = {p.stem for p in logs.glob("*.log")}
 
     ready = READY_LINE.findall(output)
-    assert sorted(ready) == sorted(SERVICES), output
+    assert sorted(ready) == sorted(SERVICES + WORKERS), output
     block = output.index("Hermes Stack is ready at")
     assert all(m.start() < block for m in READY_LINE.finditer(output)), "the ready block comes after every service"
     assert output.rstrip().endswith("Press Ctrl-C to stop."), "the ready block is the last thing printed"
     assert "celery@" not in output and "[config]" not in output and "-------------- " not in output
     assert "superuser" not in output.lower()
-    assert len(output[:block].splitlines()) <= 12, output[:block]
+    assert len(output[:block].splitlines()) <= 12 + len(WORKERS), output[:block]
 
     assert "[queues]" in worker_log, "the banner is kept in the worker's log"
     assert logged >= set(SERVICES)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -64,6 +65,56 @@ def test_a_turn_streams_its_answer_and_lands_in_the_transcript(stack, model):
             ("user", "What is the capital of France?"),
             ("assistant", "Paris is the capital of France."),
         ]
+
+
+def read_posted_sse(client: httpx.Client, path: str, body: dict) -> tuple[httpx.Response, list[dict]]:
+    """POST with `Accept: text/event-stream`: the response and every SSE frame until the server closes it."""
+    events, frame = [], {}
+    with client.stream("POST", path, json=body, headers={"Accept": "text/event-stream"}, timeout=30) as response:
+        for line in response.iter_lines():
+            if not line:
+                if "event" in frame:
+                    events.append(frame)
+                frame = {}
+            elif not line.startswith(":"):
+                key, _, value = line.partition(":")
+                frame[key] = value.strip()
+    return response, [{"id": e.get("id"), "event": e["event"], "data": json.loads(e.get("data") or "{}")} for e in events]
+
+
+def test_a_streaming_post_delivers_the_same_events_as_post_then_get_events(stack, model):
+    """One request instead of two, and nothing lost or changed: the frames the POST streamed are the frames
+    GET .../events replays for that turn, and a turn posted the JSON way with the same reply streams the same
+    kinds and payloads."""
+    script = [tool_call([("write_file", {"path": "s.txt", "content": "streamed"})]),
+              text("Saved it, streaming.", chunk_delay=0.01)]
+    model.on("stream-post-a", *script)
+    model.on("stream-post-b", *script)
+    key = stack.create_user("e2e-stream-post")
+    with stack.client(key) as c:
+        sid = c.post("/v1/sessions", json={}).json()["id"]
+        response, streamed = read_posted_sse(c, f"/v1/sessions/{sid}/turns", {"input": "stream-post-a please"})
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        turn_id = response.headers["x-turn-id"]
+        assert response.headers["location"] == f"/v1/turns/{turn_id}"
+        replayed = read_sse(c, f"/v1/turns/{turn_id}/events")
+
+        plain = c.post(f"/v1/sessions/{sid}/turns", json={"input": "stream-post-b please"})
+        assert plain.status_code == 202
+        followed = read_sse(c, f"/v1/turns/{plain.json()['id']}/events")
+        row = c.get(f"/v1/turns/{turn_id}").json()
+
+    assert streamed == replayed
+    kinds = [e["event"] for e in streamed]
+    assert kinds[0] == "turn.started" and kinds[-1] == "turn.completed" and "tool.completed" in kinds
+    assert row["status"] == "completed" and streamed[-1]["data"]["output"] == row["output"] == "Saved it, streaming."
+
+    def comparable(events: list[dict]) -> list[tuple]:
+        """Kind and payload, without what differs between two turns by nature (ids, timings, usage)."""
+        drop = {"turn_id", "id", "usage", "duration_ms", "elapsed_ms"}
+        return [(e["event"], {k: v for k, v in e["data"].items() if k not in drop}) for e in events]
+
+    assert comparable(streamed) == comparable(followed)
 
 
 def test_twenty_turns_posted_at_once_to_one_session_run_in_order_without_overlap(stack, model):
@@ -144,6 +195,39 @@ def test_a_worker_killed_mid_turn_has_its_turn_finished_by_another_without_dupli
     assert roles == ["user", "assistant", "tool", "assistant"], messages
     assert messages[1]["tool_calls"][0]["function"]["name"] == "write_file"
     assert messages[3]["content"] == "Finished after the crash."
+
+
+def test_a_worker_killed_by_sigkill_has_its_turn_resumed_by_a_restarted_worker_long_before_its_lease(fake_model, model):
+    """The lease is ten minutes and no curator runs, so only the dead-worker sweep can hand the turn on: the
+    restarted worker on the same host sees the holder is gone, frees its lease and resumes the turn from its
+    stored progress (the tool result is kept, the tool is not run again, the turn ran twice but never at once)."""
+    stack = Stack(model_url=fake_model.base_url, env_overrides={"TURN_LEASE_SECONDS": "600"})
+    model.on(
+        "sigkill-test",
+        tool_call([("write_file", {"path": "kept.txt", "content": "before the kill"})]),
+        text("never delivered", latency=120),
+        text("Finished after the kill."),
+    )
+    with stack:
+        stack.start_api()
+        doomed = stack.start_worker("worker")
+        key = stack.create_user("e2e-sigkill")
+        with stack.client(key) as c:
+            sid = c.post("/v1/sessions", json={}).json()["id"]
+            turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": "sigkill-test: write a note"}).json()
+            wait_until(lambda: sum("sigkill-test" in json.dumps(r.body) for r in model.requests) >= 2,
+                       timeout=30, what="the second model call of the doomed turn")
+            doomed.signal(signal.SIGKILL)
+            doomed.popen.wait(10)
+            killed_at = time.monotonic()
+            stack.start_worker("worker")  # what `hstack run` does a second after a crash
+            done = wait_for_turn(c, turn["id"], timeout=120)
+            messages = c.get(f"/v1/sessions/{sid}/messages").json()["data"]
+
+    assert done["status"] == "completed" and done["output"] == "Finished after the kill."
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"], messages
+    calls = [r for r in model.requests if "sigkill-test" in json.dumps(r.body)]
+    assert len(calls) == 3 and calls[2].at > killed_at, "the resumed call came only after the holder was gone"
 
 
 def test_turns_accepted_while_redis_restarts_are_not_lost(fake_model, model):

@@ -139,3 +139,26 @@ def test_queued_turns_behind_a_live_turn_are_left_alone(db):
     with db.write() as s:
         s.execute(update(Turn).where(Turn.id == behind.id).values(enqueued_at=None))
     assert behind.id not in {t.id for t in turns.turns_to_resend(db, requeue_after=0, lease_seconds=30)}
+
+
+def test_freeing_dead_holders_leases_touches_only_their_running_turns(db):
+    """The recovery sweep's write: the dead holder's running turn becomes claimable at once (and is marked sent);
+    a live holder's turn, a parked one and one already taken over are left alone."""
+    user = make_user(db)
+    dead_run, live_run = make_session(db, user.id), make_session(db, user.id)
+    doomed, _ = turns.create_turn(db, user.id, dead_run.id, "one")
+    kept, _ = turns.create_turn(db, user.id, live_run.id, "two")
+    turns.claim_next(db, dead_run.id, "worker@h_1:10:1:1", lease_seconds=30)
+    turns.claim_next(db, live_run.id, "worker@h%1:11:1:1", lease_seconds=30)
+    assert {"worker@h_1:10:1:1", "worker@h%1:11:1:1"} <= turns.running_holders(db, "@h")
+    assert "worker@h%1:11:1:1" not in turns.running_holders(db, "@h_1:"), "wildcards in a hostname match themselves"
+
+    freed = turns.free_leases(db, ["worker@h_1:10:1:1", "worker@nowhere:1:1:1"], lease_seconds=30)
+
+    assert [t.id for t in freed] == [doomed.id] and freed[0].enqueued_at is not None
+    assert turns.free_leases(db, ["worker@h_1:10:1:1"], lease_seconds=30) == [], "a second sweep sends it no more"
+    assert turns.claim_next(db, live_run.id, "other", lease_seconds=30) is None
+    taken = turns.claim_next(db, dead_run.id, "other", lease_seconds=30)
+    assert (taken.id, taken.attempts, taken.worker_id) == (doomed.id, 2, "other")
+    assert turns.free_leases(db, ["worker@h_1:10:1:1"], lease_seconds=30) == [], "a taken-over turn stays taken"
+    assert turns.get_turn(db, user.id, kept.id).worker_id == "worker@h%1:11:1:1"

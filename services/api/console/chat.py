@@ -4,8 +4,10 @@ the agent's questions (one button per choice).
 Everything goes through the API's own code: sessions and messages from the sessions store (another user's
 session is 404), a message through `accept_turn` (the same size rule, slots and enqueue), the live answer
 through the API's SSE stream (`open_event_stream`, this session's key taking the stream slot), and an
-approval through `decide_and_resume`. Without JavaScript a running turn's page refreshes itself (a
-`<noscript>` meta refresh) until the answer is stored.
+approval through `decide_and_resume`. With JavaScript the send form posts with `Accept: text/event-stream`
+and reads the answer from the same response, as the API's streaming POST does (`stream_turn`); without it
+the form redirects and a running turn's page refreshes itself (a `<noscript>` meta refresh) until the answer
+is stored.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from urllib.parse import quote
 from fastapi import APIRouter, Header, Query, Request
 
 from services.api.accept import accept_turn
+from services.api.errors import error_response
+from services.api.headers import wants_event_stream
+from services.api.stream_slots import Slot
 from services.api.console import session as cookies
 from services.api.console.actions import refused
 from services.api.console.deps import ConsoleForm, ConsoleUser, redirect
@@ -23,7 +28,7 @@ from services.api.console.render import render
 from services.api.console.transcript import Transcript
 from services.api.routes.approvals import decide_and_resume
 from shared.queue.turns import send_turn
-from services.api.routes.events import open_event_stream
+from services.api.routes.events import open_event_stream, stream_turn, take_slot
 from shared.errors import HermesError, InvalidInput
 from shared.models.approvals import ApprovalScope
 from shared.stores import approvals, attachments, clarifications, sessions, todos, turns
@@ -63,24 +68,44 @@ def new_chat(request: Request, user: ConsoleUser, form: ConsoleForm):
     if not text.strip():
         return redirect(request, "/chat", "Write a message first.", "alert")
     chat = sessions.create_session(request.app.state.db, user.id)
-    return _send(request, user.id, chat.id, text)
+    return _send(request, user, chat.id, text)
 
 
 @router.post("/chat/{session_id}/send")
 def send_message(request: Request, session_id: str, user: ConsoleUser, form: ConsoleForm):
+    """Send a message: a redirect to the chat, or with `Accept: text/event-stream` (the page's script) the turn's
+    events in this same response."""
     chat = sessions.get_session(request.app.state.db, user.id, session_id)
     text = form.get("message", "")
     if not text.strip():
+        if wants_event_stream(request.headers.get("accept")):
+            return error_response(request.url.path, 422, "empty_message", "Write a message first.")
         return redirect(request, f"/chat/{chat.id}", "Write a message first.", "alert")
-    return _send(request, user.id, chat.id, text)
+    return _send(request, user, chat.id, text)
 
 
-def _send(request: Request, user_id: str, session_id: str, text: str):
+def _send(request: Request, user, session_id: str, text: str):
+    """Accept the turn; then redirect to its chat, or stream its events when the request asked for them (the
+    key's stream slot is taken first, so a 429 too_many_streams queued nothing)."""
     state = request.app.state
+    slot = take_slot(request, cookies.current(request).key_digest) \
+        if wants_event_stream(request.headers.get("accept")) else None
+    if slot is not None and not isinstance(slot, Slot):
+        return slot
     try:
-        accept_turn(state.db, state.enqueue, state.settings, user_id=user_id, session_id=session_id, text=text)
+        turn = accept_turn(state.db, state.enqueue, state.settings, user_id=user.id, session_id=session_id,
+                           text=text)
     except HermesError as exc:
-        return refused(request, f"/chat/{session_id}", exc)
+        if slot is None:
+            return refused(request, f"/chat/{session_id}", exc)
+        slot.release()
+        return error_response(request.url.path, exc.status_code, exc.code, exc.message)
+    except BaseException:
+        if slot is not None:
+            slot.release()
+        raise
+    if slot is not None:
+        return stream_turn(request, state.db, user, turn, slot, None, headers={"X-Turn-Id": turn.id})
     return redirect(request, f"/chat/{session_id}#live")
 
 

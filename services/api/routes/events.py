@@ -13,7 +13,7 @@ from services.api.deps import Credentials, CurrentUser, DbDep, SettingsDep, stre
 from services.api.errors import error_response
 from services.api.fanout import Hub
 from services.api.schemas import error_responses
-from services.api.stream_slots import SlotStreamingResponse, StreamSlots
+from services.api.stream_slots import Slot, SlotStreamingResponse, StreamSlots
 from services.api.streams import KEEPALIVE, TurnLoader, follow, parse_event_id, turn_loader
 from shared.db import Database
 from shared.models.turns import Turn
@@ -64,16 +64,30 @@ async def open_event_stream(request: Request, db: Database, user: User, slot_own
     turn = request.app.state.recent_turns.get(turn_id, user.id)  # just accepted here: no need to read it
     if turn is None:
         turn = await run_in_threadpool(turns.get_turn, db, user.id, turn_id)
+    slot = take_slot(request, slot_owner)
+    if not isinstance(slot, Slot):
+        return slot
+    return stream_turn(request, db, user, turn, slot, after)
+
+
+def take_slot(request: Request, slot_owner: str) -> Slot | Response:
+    """One of the key's stream slots, or the 429 too_many_streams answer to send instead."""
     slots: StreamSlots = request.app.state.stream_slots
     slot = slots.acquire(slot_owner)
     if slot is None:
         message = f"This API key already has {slots.cap} open event streams; close one or retry later."
         return error_response(request.url.path, 429, "too_many_streams", message,
                               headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
-    hub: Hub = request.app.state.hub
+    return slot
+
+
+def stream_turn(request: Request, db: Database, user: User, turn: Turn, slot: Slot, after: str | None,
+                *, status_code: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """The SSE response of `turn` (already checked to be the user's) after `after`, holding `slot` until it ends."""
     keepalive = request.app.state.settings.sse_keepalive_seconds
-    frames = _frames(hub, turn_id, turn_loader(db, user.id, turn_id), after, keepalive, turn)
-    return SlotStreamingResponse(frames, slot=slot, media_type="text/event-stream", headers=SSE_HEADERS)
+    frames = _frames(request.app.state.hub, turn.id, turn_loader(db, user.id, turn.id), after, keepalive, turn)
+    return SlotStreamingResponse(frames, slot=slot, status_code=status_code, media_type="text/event-stream",
+                                 headers={**SSE_HEADERS, **(headers or {})})
 
 
 async def _frames(hub: Hub, turn_id: str, load_turn: TurnLoader, after: str | None, keepalive: float,

@@ -12,7 +12,6 @@ the session's next turn for another worker.
 from __future__ import annotations
 
 from shared.models.turns import Turn
-from shared.queue.turns import send_turn
 from shared.stores import turn_slots, turns
 from services.worker.agent.loop import run_turn
 from services.worker.runtime import Runtime
@@ -39,5 +38,4 @@ def drain_session(runtime: Runtime, session_id: str) -> int:
 
 def send(runtime: Runtime, ready: list[Turn]) -> None:
     """Enqueue turns already marked sent; a broker failure is left to the sweeper, which re-sends them."""
-    for turn in ready:
-        send_turn(runtime.enqueue, turn.id, turn.session_id)
+    runtime.send_all(ready)

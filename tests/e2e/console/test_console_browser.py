@@ -98,6 +98,33 @@ def test_send_a_message_and_see_the_answer_stream_in(page_for, person, model, sh
     shot(page, "chat-session")
 
 
+def test_a_message_sent_from_a_chat_page_streams_its_answer_in_the_same_response(page_for, person, model):
+    """The page posts the message with Accept: text/event-stream and writes the answer from that response: no
+    page load, no second request for the events."""
+    key, _ = person
+    model.on("first of two", text("The first answer."))
+    model.on("second of two", text("The second answer, streamed in the POST's own response.", chunk_delay=0.1))
+    page = page_for(key)
+    page.goto("/chat")
+    page.get_by_label("Start a new chat").fill("first of two")
+    page.get_by_role("button", name="Send").click()
+    page.locator("#live-status").filter(has_text="Answer complete.").wait_for()
+    chat_url = page.url
+    requests = []
+    page.on("request", lambda r: requests.append((r.method, r.url, r.headers.get("accept", ""))))
+    page.get_by_label("Message").fill("second of two")
+    page.get_by_role("button", name="Send").click()
+    page.locator("#live .live-text").filter(has_text="The second answer").wait_for()
+    page.locator("#live-status").filter(has_text="Answer complete.").wait_for()
+    assert page.locator("#live .live-text").inner_text() == "The second answer, streamed in the POST's own response."
+    assert page.url == chat_url, "no page load"
+    posts = [(m, u, a) for m, u, a in requests if m == "POST"]
+    assert len(posts) == 1 and posts[0][1].endswith("/send") and posts[0][2] == "text/event-stream"
+    assert not [u for m, u, _ in requests if "/events" in u], "no second request for the events"
+    page.reload()
+    page.get_by_role("list", name="Transcript").get_by_text("The second answer, streamed").wait_for()
+
+
 def test_approve_a_parked_command_from_the_page(page_for, person, model, console_stack, shot):
     key, _ = person
     model.on("clean the build", tool_call([("shell", {"command": DANGEROUS})]), text("build-tmp removed"))

@@ -96,10 +96,8 @@ def test_a_review_notice_reaches_the_chat_as_one_line_before_the_answer():
         async def chat_session(self, *_a, **_k):
             return "ses_1"
 
-        async def create_turn(self, *_a):
-            return {"id": "turn_1"}
-
-        async def events(self, *_a):
+        async def stream_turn(self, _user, _session, _text, accepted):
+            await accepted("turn_1")
             for kind, data in (("turn.started", {}),
                                ("review.completed", {"summary": "Self-improvement review: saved to memory"}),
                                ("message.delta", {"delta": "Hi"}), ("turn.completed", {"output": "Hi"})):

@@ -138,3 +138,38 @@ def test_the_agents_plan_is_shown_with_each_items_status(signed_in, db, user):
     page = signed_in.get(f"/chat/{chat.id}").text
 
     assert "The agent's plan" in page and "☑ Find trains" in page and "▶ Book &lt;script&gt;" in page
+
+
+def test_the_pages_script_sends_with_accept_event_stream_and_reads_the_answer_in_the_same_response(
+        signed_in, db, user, redis_client, enqueued):
+    """The console's streaming POST: the turn is queued as by the form, and the response streams its events."""
+    chat = make_session(db, user.id)
+    token = csrf_of(signed_in.get(f"/chat/{chat.id}").text)
+    with signed_in.http.stream("POST", f"/chat/{chat.id}/send", data={"csrf_token": token, "message": "hi"},
+                               headers={"Accept": "text/event-stream"}) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        turn_id = response.headers["x-turn-id"]
+        assert [name for name, _, _ in enqueued.calls] == [RUN_TURN]
+        events.publish(redis_client, turn_id, "message.delta", {"delta": SCRIPT})
+        events.publish(redis_client, turn_id, "turn.completed", {"output": SCRIPT, "usage": {}}, ttl_seconds=60)
+        body = "".join(response.iter_text())
+    assert turns.get_turn(db, user.id, turn_id).input == "hi"
+    frames = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+    assert frames == [{"delta": SCRIPT}, {"output": SCRIPT, "usage": {}}]
+
+
+def test_a_streaming_send_that_is_refused_answers_json_and_queues_nothing(signed_in, db, user, enqueued):
+    chat = make_session(db, user.id)
+    token = csrf_of(signed_in.get(f"/chat/{chat.id}").text)
+    stream = {"Accept": "text/event-stream"}
+    blank = signed_in.http.post(f"/chat/{chat.id}/send", data={"csrf_token": token, "message": "  "}, headers=stream)
+    huge = signed_in.http.post(f"/chat/{chat.id}/send", data={"csrf_token": token, "message": "x" * 300_000},
+                               headers=stream)
+    forged = signed_in.http.post(f"/chat/{chat.id}/send", data={"csrf_token": "nope", "message": "hi"}, headers=stream)
+    other = make_session(db, make_user(db).id)
+    foreign = signed_in.http.post(f"/chat/{other.id}/send", data={"csrf_token": token, "message": "hi"}, headers=stream)
+    assert blank.status_code == 422 and blank.json()["error"]["code"] == "empty_message"
+    assert huge.status_code == 413
+    assert forged.status_code == 403 and foreign.status_code == 404
+    assert enqueued.calls == []

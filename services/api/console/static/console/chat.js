@@ -1,13 +1,16 @@
-// Streams the running turn of a chat page from its SSE events. Every piece of text the agent or a tool
-// produced is added with textContent (never innerHTML), so nothing it writes can become markup.
+// Streams a chat page's turn from its SSE events: the turn already running when the page loaded (EventSource),
+// and a message sent from the page, posted with Accept: text/event-stream so its events come back in the same
+// response (the streaming POST). Every piece of text the agent or a tool produced is added with textContent
+// (never innerHTML), so nothing it writes can become markup.
 (function () {
   "use strict";
   var live = document.getElementById("live");
-  if (!live || !live.dataset.turn || !window.EventSource) { return; }
+  if (!live) { return; }
   var flow = document.getElementById("live-flow");
   var status = document.getElementById("live-status");
   var settled = (live.dataset.settled || "").split(" ");
   var text = null;  // the answer paragraph deltas append to; a tool call starts a new one
+  var sending = false;
 
   function el(tag, cls, content) {
     var node = document.createElement(tag);
@@ -99,25 +102,111 @@
   }
 
   var ENDINGS = {"turn.completed": "Answer complete.", "turn.failed": "The turn failed.", "turn.cancelled": "The turn was cancelled."};
-  var source = new EventSource("/chat/turns/" + encodeURIComponent(live.dataset.turn) + "/events");
+  var HANDLERS = {
+    "message.delta": function (data) { appendDelta(data.delta || ""); status.textContent = "The agent is writing…"; },
+    "tool.started": toolStarted,
+    "tool.completed": toolCompleted,
+    "approval.requested": approvalRequested,
+    "clarify.requested": questionAsked
+  };
 
-  function on(type, handler) {
-    source.addEventListener(type, function (event) { handler(JSON.parse(event.data)); });
+  function ended(type, data) {
+    status.textContent = ENDINGS[type] + (data && data.error && data.error.message ? " " + data.error.message : "");
+    live.dataset.done = type;
   }
 
-  on("message.delta", function (data) { appendDelta(data.delta || ""); status.textContent = "The agent is writing…"; });
-  on("tool.started", toolStarted);
-  on("tool.completed", toolCompleted);
-  on("approval.requested", approvalRequested);
-  on("clarify.requested", questionAsked);
-  Object.keys(ENDINGS).forEach(function (type) {
-    on(type, function (data) {
-      source.close();
-      status.textContent = ENDINGS[type] + (data && data.error && data.error.message ? " " + data.error.message : "");
-      live.dataset.done = type;
+  // The turn running when the page loaded: its events from the start, through EventSource.
+  if (live.dataset.turn && window.EventSource) {
+    var source = new EventSource("/chat/turns/" + encodeURIComponent(live.dataset.turn) + "/events");
+    Object.keys(HANDLERS).forEach(function (type) {
+      source.addEventListener(type, function (event) { HANDLERS[type](JSON.parse(event.data)); });
     });
+    Object.keys(ENDINGS).forEach(function (type) {
+      source.addEventListener(type, function (event) { source.close(); ended(type, JSON.parse(event.data)); });
+    });
+    source.onerror = function () {
+      if (source.readyState === EventSource.CLOSED) { status.textContent = "The live answer stopped; reload the page."; }
+    };
+  }
+
+  // A message sent from this page: one POST whose response streams the new turn's events.
+  var form = document.getElementById("send");
+  var canStream = window.fetch && window.TextDecoder && window.ReadableStream && window.URLSearchParams;
+  if (!form || !canStream) { return; }
+
+  function startTurn(input) {
+    live.textContent = "";
+    var mine = el("div", "message user");
+    mine.appendChild(el("span", "meta", "You"));
+    mine.appendChild(el("p", "text", input));
+    live.appendChild(mine);
+    status = el("p", "meta", "The agent is working on an answer…");
+    status.id = "live-status";
+    live.appendChild(status);
+    flow = el("div");
+    flow.id = "live-flow";
+    live.appendChild(flow);
+    settled = [];
+    text = null;
+    delete live.dataset.done;
+  }
+
+  function dispatch(frame) {
+    var type = "message", data = [];
+    frame.split("\n").forEach(function (line) {
+      if (line.indexOf("event:") === 0) { type = line.slice(6).trim(); }
+      else if (line.indexOf("data:") === 0) { data.push(line.slice(5).replace(/^ /, "")); }
+    });
+    if (!data.length) { return false; }
+    var payload = JSON.parse(data.join("\n"));
+    if (HANDLERS[type]) { HANDLERS[type](payload); }
+    if (ENDINGS[type]) { ended(type, payload); return true; }
+    return false;
+  }
+
+  function follow(response) {
+    var reader = response.body.getReader(), decoder = new TextDecoder(), buffer = "", done = false;
+    function pump() {
+      return reader.read().then(function (chunk) {
+        if (chunk.done) { return done; }
+        buffer += decoder.decode(chunk.value, {stream: true});
+        var frames = buffer.split("\n\n");
+        buffer = frames.pop();
+        frames.forEach(function (frame) { done = dispatch(frame) || done; });
+        return done ? reader.cancel().then(function () { return true; }) : pump();
+      });
+    }
+    return pump();
+  }
+
+  form.addEventListener("submit", function (event) {
+    var running = live.dataset.turn && !live.dataset.done;
+    var box = document.getElementById("message");
+    if (running || sending || !box || !box.value.trim()) { return; }  // the plain form post handles these
+    event.preventDefault();
+    sending = true;
+    var input = box.value;
+    fetch(form.action, {
+      method: "POST", credentials: "same-origin",
+      headers: {"Accept": "text/event-stream", "Content-Type": "application/x-www-form-urlencoded"},
+      body: new URLSearchParams(new FormData(form)).toString()
+    }).then(function (response) {
+      var kind = response.headers.get("content-type") || "";
+      if (!response.ok || kind.indexOf("text/event-stream") !== 0) {
+        return response.json().then(function (body) {
+          throw new Error(body && body.error && body.error.message ? body.error.message : "The message was not sent.");
+        }, function () { throw new Error("The message was not sent (HTTP " + response.status + ")."); });
+      }
+      box.value = "";
+      live.dataset.turn = response.headers.get("x-turn-id") || "";
+      startTurn(input);
+      return follow(response).then(function (finished) {
+        if (!finished) { window.location.reload(); }  // the stream dropped: the page picks the turn up again
+      });
+    }).catch(function (error) {
+      var alert = el("p", "meta", error.message);
+      alert.setAttribute("role", "alert");
+      live.appendChild(alert);
+    }).then(function () { sending = false; });
   });
-  source.onerror = function () {
-    if (source.readyState === EventSource.CLOSED) { status.textContent = "The live answer stopped; reload the page."; }
-  };
 })();
