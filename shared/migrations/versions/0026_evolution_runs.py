@@ -10,7 +10,7 @@ import sqlmodel
 import shared.models.base
 
 revision = "0026_evolution_runs"
-down_revision = "0022_cron_jobs"
+down_revision = "0025_delegation"
 branch_labels = None
 depends_on = None
 
