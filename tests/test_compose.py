@@ -306,6 +306,7 @@ SECRET_HOLDERS = {
     "GATEWAY_API_KEY": {"api", "gateway"},
     "LLM_API_KEY": {"worker", "reviewer"},
     "BRAVE_SEARCH_API_KEY": {"worker", "reviewer"},
+    "EMBEDDINGS_API_KEY": {"api", "worker", "reviewer"},
     "TELEGRAM_BOT_TOKEN": {"gateway"},
     "DATABASE_URL": {"migrate", "api", "worker", "reviewer", "curator"},
     "REDIS_URL": {"api", "worker", "reviewer", "curator"},
