@@ -16,8 +16,9 @@ from pydantic import ValidationError
 from shared.config import get_settings
 from shared.ops.logs import setup_logging
 from shared.queue.app import get_celery
-from shared.queue.names import RESUME_TURN, REVIEW_SESSION, RUN_TURN
-from shared.queue.payloads import ResumeTurn, ReviewSession, RunTurn
+from shared.queue.names import EMBED_MESSAGES, RESUME_TURN, REVIEW_SESSION, RUN_TURN
+from shared.queue.payloads import EmbedMessages, ResumeTurn, ReviewSession, RunTurn
+from services.worker.review import embed
 from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
 from services.worker.agent.outcome import TRANSIENT_ERRORS
@@ -68,6 +69,18 @@ def review_session(self, **kwargs) -> int:
         log.error("review_session dropped a malformed payload: %s", exc.errors(include_url=False))
         return 0
     return drain_reviews(get_runtime(), payload.session_id)
+
+
+@app.task(name=EMBED_MESSAGES, bind=True, autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, retry_backoff_max=60,
+          retry_jitter=True, max_retries=MAX_RETRIES)
+def embed_messages(self, **kwargs) -> int:
+    """Embed the payload's session's messages for hybrid search (queue `review`); off the turn's path."""
+    try:
+        payload = EmbedMessages(**kwargs)
+    except ValidationError as exc:
+        log.error("embed_messages dropped a malformed payload: %s", exc.errors(include_url=False))
+        return 0
+    return embed.embed(get_runtime(), payload.session_id)
 
 
 @signals.celeryd_init.connect

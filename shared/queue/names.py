@@ -10,6 +10,7 @@ SWEEP_EXPIRED = "sweep_expired"
 END_SESSION = "end_session"
 BACK_UP_SERVER = "back_up_server"
 TICK_CRON = "tick_cron"
+EMBED_MESSAGES = "embed_messages"
 
 QUEUE_TURNS = "turns"
 QUEUE_REVIEW = "review"
@@ -27,4 +28,5 @@ ROUTES = {
     END_SESSION: {"queue": QUEUE_CURATOR},
     BACK_UP_SERVER: {"queue": QUEUE_CURATOR},
     TICK_CRON: {"queue": QUEUE_CURATOR},
+    EMBED_MESSAGES: {"queue": QUEUE_REVIEW},  # background work beside the turn, as reviews are
 }

@@ -49,7 +49,7 @@ def test_context_is_the_messages_before_in_the_same_session_only():
 
     scores = numpy.array([0.0, 1.0, 0.0, 0.0, 0.0], dtype="float32")
     # ids out of order, two sessions: "a" holds 7, 9, 11 (in that order), "b" holds 8 and 10
-    shared = search_vectors._in_context(scores, [11, 7, 9, 8, 10], ["a", "a", "a", "b", "b"]).tolist()
+    shared = search_vectors.in_context(scores, [11, 7, 9, 8, 10], ["a", "a", "a", "b", "b"]).tolist()
     assert shared == pytest.approx([0.2, 1.0, 0.5, 0.0, 0.0])
 
 
