@@ -51,7 +51,7 @@ def is_backfill(args: argparse.Namespace) -> bool:
     return args.command == "search" and args.query == [BACKFILL]
 
 
-def run_backfill(args: argparse.Namespace, out: TextIO, bar: TextIO = sys.stderr) -> int:
+def run_backfill(args: argparse.Namespace, out: TextIO, bar: TextIO | None = None) -> int:
     """Embed every message lacking a provider embedding, drawing a progress bar on `bar`; prints the total."""
     from services.cli.local import open_local_database
     from shared.errors import ModelError
@@ -63,7 +63,7 @@ def run_backfill(args: argparse.Namespace, out: TextIO, bar: TextIO = sys.stderr
     from shared.stores import message_embeddings
 
     total = message_embeddings.count_missing(db, settings.embeddings_model.strip())
-    progress = Progress(total, bar)
+    progress = Progress(total, bar or sys.stderr)
     try:
         done = search_embeddings.backfill(db, settings, progress.advance)
     except ModelError as exc:
