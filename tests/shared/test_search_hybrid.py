@@ -27,7 +27,8 @@ def store(db, user_id, lines):
 @needs_extra
 def test_a_paraphrase_ranks_first_only_with_hybrid_search_and_never_without_a_term(db, user):
     """Embeddings rank; a hit still holds a query term itself (issue 35 e), however close its meaning."""
-    week = ["I adopted a little puppy from the shelter last week.", "What a week!", "A sunny week."]
+    week = ["I adopted a little puppy from the shelter last week.", "Last week I fixed the garden shed.",
+            "The printer jammed again last week."]
     store(db, user.id, week + ["Our pup sleeps all day."])
     hits = search_messages(db, user.id, "Did I get a new dog this week?", hybrid=True)
     assert hits[0].content == week[0]
@@ -36,14 +37,17 @@ def test_a_paraphrase_ranks_first_only_with_hybrid_search_and_never_without_a_te
 
 
 @needs_extra
-def test_a_reply_is_found_by_what_its_question_meant(db, user):
-    """The reply shares no word and little meaning with the query; its question is close to it."""
+def test_a_reply_ranks_by_what_its_question_meant(db, user):
+    """Both replies hold the query's one shared word; the one whose question meant the query ranks first, and
+    a message close in meaning that holds no query word is no hit."""
     asked = ["So how many years have you two been husband and wife?",
-             "Twelve summers now, and it still feels like yesterday!"]
+             "Twelve years now, and it still feels like yesterday!"]
+    store(db, user.id, ["Which laptop did you buy in the end?", "The cheap one, it lasted two years."])
     store(db, user.id, asked)
     store(db, user.id, ["My cousin's wedding is next spring in Lisbon."] + LINES)
-    hits = [h.content for h in search_messages(db, user.id, "How long has my sister been married?", hybrid=True)]
-    assert hits[:3] == [asked[0], asked[1], "My cousin's wedding is next spring in Lisbon."]
+    hits = [h.content for h in search_messages(db, user.id, "How many years has my sister been married?", hybrid=True)]
+    assert hits.index(asked[1]) < hits.index("The cheap one, it lasted two years.")
+    assert "My cousin's wedding is next spring in Lisbon." not in hits
 
 
 @needs_extra
