@@ -20,6 +20,7 @@ from shared.errors import ModelAuthError, ModelError, ModelRequestError, ModelUn
 from shared.llm.client import shared_http_client
 from shared.llm.openai_compat import error_message, retry_after_of
 
+MAX_DIMENSIONS = 16_384  # wider than any embedding model; a longer "vector" is a broken answer, not one to store
 MAX_INPUT_CHARS = 8_000  # about 2,000 tokens: under every common embedding model's window; the rest is cut
 RETRY_AFTER_CAP = 10.0  # seconds: a backfill waits out a short rate limit, not a long one
 BATCH_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
@@ -98,8 +99,8 @@ def parse(response: httpx.Response, expected: int) -> list[list[float]]:
     if len(vectors) != expected:
         raise ModelUnavailable(f"the embeddings provider answered {len(vectors)} vectors for {expected} inputs")
     width = len(vectors[0])
-    if width == 0 or any(len(v) != width for v in vectors):
-        raise ModelUnavailable("the embeddings provider answered vectors of different or zero lengths")
+    if not 0 < width <= MAX_DIMENSIONS or any(len(v) != width for v in vectors):
+        raise ModelUnavailable("the embeddings provider answered vectors of different, zero or absurd lengths")
     return [_unit(v) for v in vectors]
 
 

@@ -88,6 +88,7 @@ def test_a_refused_request_and_exhausted_retries_are_model_errors(embedder, prov
     {"data": [{"index": 0, "embedding": [0.0, 0.0]}, {"index": 1, "embedding": [1.0, 0.0]}]},  # zero vector
     {"data": [{"index": 0, "embedding": ["NaN", 1]}, {"index": 1, "embedding": [1.0, 0.0]}]},
     {"data": [{"index": 0, "embedding": "abc"}, {"index": 1, "embedding": [1.0]}]},
+    {"data": [{"index": i, "embedding": [1.0] * 20_000} for i in range(2)]},  # absurdly wide
     {"data": "nope"}, {"error": "what"}, [1, 2, 3], "plain text",
 ])
 def test_a_malformed_answer_is_an_error_not_a_wrong_vector(embedder, provider, body):
