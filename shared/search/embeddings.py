@@ -27,11 +27,17 @@ from shared.stores import message_embeddings
 log = logging.getLogger(__name__)
 
 SESSION_CHUNK = 500  # a session's messages embedded per round of the task (several provider batches)
+# Vectors compared per search, newest first: brute force over one person's history is a few ms at LoCoMo's
+# 600 messages, but a 900,000-message history would read 1.4 GB of 384-wide vectors per search. Past this
+# many, older messages rank by keywords alone; an ANN index (pgvector HNSW) is the way past it, and
+# pgvector is not installable here (migration 0027_embeddings).
+MAX_COMPARED = 20_000
 
 _STORED = """
 SELECT e.message_id, m.session_id, e.vector FROM message_embeddings AS e
 JOIN messages AS m ON m.id = e.message_id JOIN sessions AS s ON s.id = m.session_id
 WHERE e.model = :model AND e.dimensions = :dimensions AND {where}
+ORDER BY e.message_id DESC LIMIT :cap
 """
 
 Progress = Callable[[int], None]
@@ -54,7 +60,8 @@ def similarities(db: Database, settings: Settings, scope: Scope, query: str) -> 
     where, params = scope.where()
     with db.read() as s:
         rows = s.execute(text(_STORED.format(where=where)),
-                         {**params, "model": embedder.model, "dimensions": len(query_vector)}).all()
+                         {**params, "model": embedder.model, "dimensions": len(query_vector),
+                          "cap": MAX_COMPARED}).all()
     if not rows:
         return {}
     matrix = numpy.frombuffer(b"".join(r[2] for r in rows), dtype="float32").reshape(len(rows), -1)

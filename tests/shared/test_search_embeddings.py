@@ -7,6 +7,7 @@ from sqlalchemy import text
 
 from shared.search import embeddings as search_embeddings
 from shared.search.engine import search_messages
+from shared.search.scope import Scope
 from shared.stores import message_embeddings, sessions
 from tests.fakes.embeddings import FakeEmbeddings
 from tests.support.factories import make_session, make_user
@@ -120,3 +121,14 @@ def test_backfill_walks_every_user_and_reports_progress(db, embeddings_on):
     assert sum(counts) > 0 and max(counts) <= 2
     assert message_embeddings.count_missing(db, "fake-embed") == 0
     assert search_embeddings.backfill(db, embeddings_on) == 0
+
+
+def test_a_long_history_compares_only_its_newest_vectors(db, user, embeddings_on, monkeypatch):
+    """Past MAX_COMPARED vectors a search reads the newest only: the older ones rank by keywords alone."""
+    old = store(db, user.id, PUPPY)
+    new = store(db, user.id, LAPTOP, WEATHER)
+    for rows in (old, new):
+        search_embeddings.embed_session(db, embeddings_on, rows[0].session_id)
+    monkeypatch.setattr(search_embeddings, "MAX_COMPARED", 2)
+    scope = Scope(user.id, None, None, ("user", "assistant"))
+    assert set(search_embeddings.similarities(db, embeddings_on, scope, "dog")) == {m.id for m in new}
