@@ -51,8 +51,8 @@ def configured(settings: Settings) -> bool:
 def similarities(db: Database, settings: Settings, scope: Scope, query: str) -> dict[int, float] | None:
     """Cosine similarity of the query to each embedded message in scope, plus shares of the two before it in
     its session; None when the provider cannot embed the query now (the search goes on by keywords)."""
-    embedder = Embedder.from_settings(settings)
     try:
+        embedder = Embedder.from_settings(settings)
         query_vector = numpy.asarray(embedder.embed([query], attempts=1, query=True)[0], dtype="float32")
     except ModelError as exc:
         log.warning("embeddings provider failed for a search, answering by keywords only: %s", exc.message)

@@ -59,6 +59,13 @@ def test_a_provider_down_at_search_time_answers_by_keywords(db, user, embeddings
     assert [h.content for h in hits] == [LAPTOP]
 
 
+def test_a_model_without_any_provider_url_answers_by_keywords(db, user, embeddings_on, monkeypatch):
+    monkeypatch.setattr(embeddings_on, "embeddings_base_url", None)
+    monkeypatch.setattr(embeddings_on, "llm_base_url", None)
+    store(db, user.id, LAPTOP)
+    assert [h.content for h in search_messages(db, user.id, "laptop")] == [LAPTOP]
+
+
 def test_messages_not_embedded_yet_are_still_found_by_keywords(db, user, embeddings_on):
     store(db, user.id, LAPTOP, PUPPY)
     assert [h.content for h in search_messages(db, user.id, "puppy shelter")] == [PUPPY]
