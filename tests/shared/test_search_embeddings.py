@@ -139,3 +139,22 @@ def test_a_long_history_compares_only_its_newest_vectors(db, user, embeddings_on
     monkeypatch.setattr(search_embeddings, "MAX_COMPARED", 2)
     scope = Scope(user.id, None, None, ("user", "assistant"))
     assert set(search_embeddings.similarities(db, embeddings_on, scope, "dog")) == {m.id for m in new}
+
+
+def test_a_backfill_stopped_half_way_keeps_what_it_stored_and_the_next_run_goes_on(db, embeddings_on, provider):
+    search_embeddings.backfill(db, embeddings_on)  # whatever earlier tests left
+    owner = make_user(db)
+    store(db, owner.id, PUPPY, LAPTOP, WEATHER, "one more", "and the last")
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_first(count: int) -> None:
+        raise Stop  # as if the process were killed right after its first batch was committed
+
+    with pytest.raises(Stop):
+        search_embeddings.backfill(db, embeddings_on, stop_after_first)
+    assert message_embeddings.count_missing(db, "fake-embed") == 3
+    before = len(provider.inputs())
+    assert search_embeddings.backfill(db, embeddings_on) == 3
+    assert len(provider.inputs()) - before == 3  # nothing embedded twice
