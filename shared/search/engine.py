@@ -87,8 +87,8 @@ def search_messages(
     """The user's messages best matching `query` (any text; never a syntax error), best first.
 
     `sort` "newest"/"oldest" lists every match by time in the database, then keeps `limit` (those
-    hits are not ranked: score 0). `hybrid` (default: SEARCH_HYBRID) fuses embedding similarity into
-    the ranking when the extra is installed. `pool` caps the BM25 candidates re-ranked (default
+    hits are not ranked: score 0). `hybrid` (default: on when EMBEDDINGS_MODEL or SEARCH_HYBRID is
+    set) fuses embedding similarity into the ranking, from the provider or the local model's extra. `pool` caps the BM25 candidates re-ranked (default
     MIN_POOL): a caller wanting a few clearly relevant hits (recall) ranks fewer and answers sooner.
     """
     parsed = parse_query(query)
