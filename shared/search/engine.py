@@ -89,7 +89,8 @@ def search_messages(
     `sort` "newest"/"oldest" lists every match by time in the database, then keeps `limit` (those
     hits are not ranked: score 0). `hybrid` (default: on when EMBEDDINGS_MODEL or SEARCH_HYBRID is
     set) fuses embedding similarity into the ranking, from the provider or the local model's extra.
-    `pool` caps the BM25 candidates re-ranked (default MIN_POOL): a caller wanting a few clearly relevant hits (recall) ranks fewer and answers sooner.
+    `pool` caps the BM25 candidates re-ranked (default MIN_POOL): a caller wanting a few clearly
+    relevant hits (recall) ranks fewer and answers sooner.
     """
     parsed = parse_query(query)
     roles = _roles(role)
