@@ -11,7 +11,10 @@ Held-out discipline: a conversation's fold is crc32(sample_id) mod FOLDS, fixed 
 a conversation keeps its fold whatever else the data file holds). Every tunable ranking constant is
 chosen on the TUNING_FOLDS only (`--folds tuning` asks just their questions); the figure with a
 target is the recall on the other, held-out folds. Both are printed, with their category tables.
-Hybrid search is measured too when its extra is installed, else a skip line says how to install it.
+Hybrid search is measured too when its extra is installed, else a skip line says how to install it:
+from the local model in this process, and from a provider — the same model served behind an
+OpenAI-compatible /v1/embeddings on loopback by bench/embeddings_server.py in its own process — with the
+stored messages backfilled through `search_embeddings.backfill` first (EMBEDDINGS_MODEL's path).
 The data stays outside the repository (CC BY-NC 4.0); see bench/README.md. Prints, asserts nothing.
 """
 
@@ -21,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import socket
 import sys
 import tempfile
 import time
@@ -31,12 +35,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from bench.embeddings_server import MODEL as SERVED_MODEL, serving
 from bench.locomo_misses import list_misses
 from bench.report import figure
+from shared.config import get_settings
 from shared.db import Database
 from shared.migrate import upgrade
 from shared.stores import sessions, users
-from shared.search import vectors as search_vectors
+from shared.search import embeddings as search_embeddings, vectors as search_vectors
 from shared.search.engine import search_messages
 from shared.search.vectors import embed_missing
 
@@ -136,8 +142,9 @@ class Result:
 def evaluate(db: Database, stored: list[Stored], hybrid: bool = False) -> Result:
     """Search every question with evidence, as asked; count where its evidence ranks."""
     result = Result(defaultdict(Counter), [])
+    provider = search_embeddings.configured(get_settings())
     for conv in stored:
-        if hybrid:
+        if hybrid and not provider:
             embed_missing(db, conv.user_id)
         for qa in conv.sample["qa"]:
             evidence = evidence_of(qa)
@@ -190,9 +197,10 @@ def database(postgres: bool) -> tuple[Database, callable]:
     return db, close
 
 
-def measure(db: Database, stored: list[Stored], backend: str, hybrid: bool, tuning_only: bool = False) -> None:
+def measure(db: Database, stored: list[Stored], backend: str, hybrid: bool, tuning_only: bool = False,
+            mode: str | None = None) -> None:
     """Tables and figures for the tuning and held-out folds, one search mode."""
-    mode = "hybrid" if hybrid else "keyword"
+    mode = mode or ("hybrid" if hybrid else "keyword")
     tuning = evaluate(db, [c for c in stored if is_tuning(c.sample)], hybrid)
     table(tuning, f"LoCoMo {mode} on {backend}, tuning folds {TUNING_FOLDS}")
     held_out = [] if tuning_only else [c for c in stored if not is_tuning(c.sample)]
@@ -207,10 +215,31 @@ def measure(db: Database, stored: list[Stored], backend: str, hybrid: bool, tuni
                target=TARGET_HYBRID if hybrid else TARGET_KEYWORD, better="higher")
 
 
+def measure_provider(db: Database, stored: list[Stored], backend: str, tuning_only: bool) -> None:
+    """Hybrid search with the provider as its source: serve the local model over /v1/embeddings in its own
+    process, backfill every stored message through it, then measure as the other modes do."""
+    settings = get_settings()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with serving(port) as base_url:
+        settings.embeddings_model, settings.embeddings_base_url = SERVED_MODEL, base_url
+        try:
+            start = time.perf_counter()
+            done = search_embeddings.backfill(db, settings)
+            print(f"\n  provider embeddings: {done} messages backfilled through {base_url}/embeddings "
+                  f"in {time.perf_counter() - start:.1f} s")
+            measure(db, stored, backend, hybrid=True, tuning_only=tuning_only, mode="provider hybrid")
+        finally:
+            settings.embeddings_model, settings.embeddings_base_url = None, None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres", action="store_true", help="run on the local Postgres server")
     parser.add_argument("--keyword-only", action="store_true", help="skip hybrid even when installed")
+    parser.add_argument("--hybrid", choices=("both", "local", "provider"), default="both",
+                        help="hybrid sources to measure: the local model in-process, the provider over HTTP, or both")
     parser.add_argument("--folds", choices=("all", "tuning"), default="all",
                         help="'tuning': ask only the tuning folds' questions (all conversations are stored)")
     parser.add_argument("--misses", action="store_true",
@@ -234,7 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         measure(db, stored, backend, hybrid=False, tuning_only=tuning_only)
         if not args.keyword_only:
             if search_vectors.available():
-                measure(db, stored, backend, hybrid=True, tuning_only=tuning_only)
+                if args.hybrid in ("both", "local"):
+                    measure(db, stored, backend, hybrid=True, tuning_only=tuning_only)
+                if args.hybrid in ("both", "provider"):
+                    measure_provider(db, stored, backend, tuning_only)
             else:
                 print(f"  LoCoMo hybrid: skipped, the hybrid extra is not installed ({HYBRID_INSTALL})")
     finally:

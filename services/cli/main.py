@@ -111,6 +111,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return migrate()
     if args.command in LOCAL_COMMANDS:
         return LOCAL_COMMANDS[args.command](args, sys.stdout)
+    if search_cmd.is_backfill(args):
+        return search_cmd.run_backfill(args, sys.stdout)
     url = args.url or base_url()
     if args.command == "curator" and args.action == "run":
         return curator_cmd.run_local(args, sys.stdout)

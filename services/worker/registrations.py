@@ -14,6 +14,7 @@ from shared.config import Settings
 from services.worker.agent.prompt import ORDER_MEMORY, ORDER_PROVIDER, ORDER_SKILLS, ORDER_USER
 from services.worker.features import memory, providers, skills, titles
 from services.worker.hooks import Hooks
+from services.worker.review import embed
 from services.worker.review.trigger import on_turn_finished
 from services.worker.tools import (
     clarify, cronjob, delegate, files, mcp_loader, patch, session_search, terminal, todo, vision, web,
@@ -62,6 +63,7 @@ def register_hooks(hooks: Hooks) -> Hooks:
     hooks.add_after_turn(memory.forget_failures)
     hooks.add_after_turn(providers.sync_after_turn)
     hooks.add_after_turn(on_turn_finished)
+    hooks.add_after_turn(embed.after_turn)
     hooks.add_after_turn(titles.title_after_first_exchange)
     hooks.add_pre_compress(providers.provider_pre_compress)
     return hooks

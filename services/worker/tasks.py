@@ -18,12 +18,13 @@ from shared.config import get_settings
 from shared.ops.logs import setup_logging
 from shared.queue.app import get_celery
 from shared.queue.names import (
-    CONSOLIDATE_SKILLS, EVOLVE_SKILL, PROBE_MCP_SERVER, RESUME_TURN, REVIEW_SESSION, RUN_TURN,
+    CONSOLIDATE_SKILLS, EMBED_MESSAGES, EVOLVE_SKILL, PROBE_MCP_SERVER, RESUME_TURN, REVIEW_SESSION, RUN_TURN,
 )
 from shared.queue.payloads import (
-    ConsolidateSkills, EvolveSkill, ProbeMcpServer, ResumeTurn, ReviewSession, RunTurn,
+    ConsolidateSkills, EmbedMessages, EvolveSkill, ProbeMcpServer, ResumeTurn, ReviewSession, RunTurn,
 )
 from services.worker.consolidate import consolidate_user
+from services.worker.review import embed
 from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
 from services.worker.mcp_client.probe import probe
@@ -112,6 +113,18 @@ def consolidate_skills(self, **kwargs) -> str:
         log.error("consolidate_skills dropped a malformed payload: %s", exc.errors(include_url=False))
         return ""
     return consolidate_user(get_settings(), payload.user_id)
+
+
+@app.task(name=EMBED_MESSAGES, bind=True, autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, retry_backoff_max=60,
+          retry_jitter=True, max_retries=MAX_RETRIES)
+def embed_messages(self, **kwargs) -> int:
+    """Embed the payload's session's messages for hybrid search (queue `review`); off the turn's path."""
+    try:
+        payload = EmbedMessages(**kwargs)
+    except ValidationError as exc:
+        log.error("embed_messages dropped a malformed payload: %s", exc.errors(include_url=False))
+        return 0
+    return embed.embed(get_runtime(), payload.session_id)
 
 
 @signals.celeryd_init.connect

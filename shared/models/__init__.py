@@ -13,7 +13,7 @@ from shared.models.gateway import (GatewayChat, GatewayIdentity, OutboxItem, Pai
 from shared.models.imports import ImportRecord
 from shared.models.memory import MemorySnapshot, MemoryStagedWrite
 from shared.models.reviews import Review, ReviewCall, ReviewCounter
-from shared.models.search import MessageVector
+from shared.models.search import MessageEmbedding, MessageVector
 from shared.models.sessions import ChatSession, Message
 from shared.models.todos import SessionTodo
 from shared.models.skills import SkillRecord, SkillStagedWrite
@@ -24,6 +24,6 @@ __all__ = [
     "ApiKey", "Approval", "Attachment", "ChatSession", "Clarification", "Compaction", "CronJob", "CronRun",
     "CuratorRun", "CuratorState", "CuratorTransition", "Delegation", "EvolutionRun",
     "GatewayChat", "GatewayIdentity", "ImportRecord", "OutboxItem", "PairingLock", "PairingRequest", "WebhookRoute",
-    "MemorySnapshot", "MemoryStagedWrite", "Message", "MessageVector", "Review", "ReviewCall", "ReviewCounter",
+    "MemorySnapshot", "MemoryStagedWrite", "Message", "MessageEmbedding", "MessageVector", "Review", "ReviewCall", "ReviewCounter",
     "SessionTodo", "SkillRecord", "SkillStagedWrite", "TERMINAL_STATUSES", "Turn", "TurnStatus", "User",
 ]

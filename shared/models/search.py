@@ -43,6 +43,21 @@ class MessageVector(SQLModel, table=True):
     vector: bytes = Field(sa_type=LargeBinary)
 
 
+class MessageEmbedding(SQLModel, table=True):
+    """A message's embedding from the provider's /v1/embeddings (EMBEDDINGS_MODEL): unit-length float32 bytes.
+
+    Kept apart from `message_vectors` (the local model's) so switching sources never mixes vector spaces;
+    `model` and `dimensions` say which space a row is in, and a row of another model counts as missing.
+    Plain bytes, not pgvector or sqlite-vec: see migration 0027_embeddings for why."""
+
+    __tablename__ = "message_embeddings"
+
+    message_id: int = Field(foreign_key="messages.id", primary_key=True, ondelete="CASCADE")
+    model: str = Field(max_length=200)
+    dimensions: int
+    vector: bytes = Field(sa_type=LargeBinary)
+
+
 class SearchHitPublic(SQLModel):
     """One matching message of the caller, as `GET /v1/search` returns it."""
 

@@ -28,6 +28,9 @@ from shared.search.query import parse_query
 log = logging.getLogger(__name__)
 
 SEARCH_LIMIT = 10
+# Keywords only (hybrid=False): this search runs on the turn's path, and an embeddings call there (or the local
+# model embedding a user's history) would put a provider round trip before every model call; the kept hits
+# must hold most of the message's terms anyway (RECALL_MIN_COVERAGE), which embeddings do not change.
 SEARCH_POOL = 40  # BM25 candidates re-ranked: recall keeps at most a few clearly relevant hits, so a short
 # list ranks them as well as the search tool's 400 and costs a tenth of the row loading and term checks
 MIN_SNIPPET_CHARS = 80  # a hit cut shorter than this says too little to be worth its tokens
@@ -42,7 +45,8 @@ class RecallProvider(MemoryProvider):
 
     name = "recall"
 
-    def __init__(self, settings: Settings, search: Search = partial(search_messages, pool=SEARCH_POOL)) -> None:
+    def __init__(self, settings: Settings,
+                 search: Search = partial(search_messages, pool=SEARCH_POOL, hybrid=False)) -> None:
         super().__init__(settings)
         self.search = search
 

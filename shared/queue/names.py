@@ -14,6 +14,7 @@ PROBE_MCP_SERVER = "probe_mcp_server"
 EVOLVE_SKILL = "evolve_skill"
 CHECK_EVOLUTION = "check_evolution"
 CONSOLIDATE_SKILLS = "consolidate_skills"
+EMBED_MESSAGES = "embed_messages"
 
 QUEUE_TURNS = "turns"
 QUEUE_REVIEW = "review"
@@ -35,4 +36,5 @@ ROUTES = {
     EVOLVE_SKILL: {"queue": QUEUE_REVIEW},
     CHECK_EVOLUTION: {"queue": QUEUE_CURATOR},
     CONSOLIDATE_SKILLS: {"queue": QUEUE_REVIEW},  # model calls: the reviewer's pool, never the beat's worker
+    EMBED_MESSAGES: {"queue": QUEUE_REVIEW},  # background work beside the turn, as reviews are
 }

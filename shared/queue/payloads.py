@@ -34,6 +34,14 @@ class ReviewSession(BaseModel):
     review_id: str
 
 
+class EmbedMessages(BaseModel):
+    """Embed the session's messages that have no provider embedding yet (hybrid search, EMBEDDINGS_MODEL)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str
+
+
 class SweepTurns(BaseModel):
     """Re-send stuck turns."""
 

@@ -15,9 +15,11 @@ unranked (score 0), so one search never costs time in proportion to the whole hi
 fewer messages than the budget whose words are common in the whole index is searched on their own
 rows alone (on SQLite ranked in a scratch index of them, by their own statistics), so what other
 users wrote never makes a new user's search dearer (see search_budget).
-Hybrid search (SEARCH_HYBRID, an install extra) adds the 50 messages closest to the query by
-sentence embedding (a message's similarity takes shares of the two before it, as the index's context
-columns do: see search_vectors) and ranks by keyword score (scaled to the best) + weight x similarity.
+Hybrid search adds the 50 messages closest to the query by sentence embedding (a message's similarity
+takes shares of the two before it, as the index's context columns do: see search_vectors) and ranks by
+keyword score (scaled to the best) + weight x similarity. Its source is the provider's /v1/embeddings when
+EMBEDDINGS_MODEL is set (search_embeddings; hybrid is then on by default), else the local model of the
+install extra when SEARCH_HYBRID is on. Embeddings only rank: a hit still holds a query term itself.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from shared.config import get_settings
 from shared.db import Database
 from shared.models.sessions import ChatSession, Message
 from shared.search import postgres as search_postgres, sqlite as search_sqlite
-from shared.search import timeline as search_timeline, vectors as search_vectors
+from shared.search import embeddings as search_embeddings, timeline as search_timeline, vectors as search_vectors
 from shared.search.dates import Day, named_dates
 from shared.search.query import ParsedQuery, parse_query
 from shared.search.scope import Candidate, Scope
@@ -85,9 +87,10 @@ def search_messages(
     """The user's messages best matching `query` (any text; never a syntax error), best first.
 
     `sort` "newest"/"oldest" lists every match by time in the database, then keeps `limit` (those
-    hits are not ranked: score 0). `hybrid` (default: SEARCH_HYBRID) fuses embedding similarity into
-    the ranking when the extra is installed. `pool` caps the BM25 candidates re-ranked (default
-    MIN_POOL): a caller wanting a few clearly relevant hits (recall) ranks fewer and answers sooner.
+    hits are not ranked: score 0). `hybrid` (default: on when EMBEDDINGS_MODEL or SEARCH_HYBRID is
+    set) fuses embedding similarity into the ranking, from the provider or the local model's extra.
+    `pool` caps the BM25 candidates re-ranked (default MIN_POOL): a caller wanting a few clearly
+    relevant hits (recall) ranks fewer and answers sooner.
     """
     parsed = parse_query(query)
     roles = _roles(role)
@@ -124,7 +127,7 @@ def _by_time(s: Session, sqlite: bool, backend, parsed: ParsedQuery, scope: Scop
         for message_id in ids:
             row = rows.get(message_id)
             held = [message_id in holders for holders in presence]
-            if row is None or not _acceptable(held, parsed, message_id in excluded, False):
+            if row is None or not _acceptable(held, parsed, message_id in excluded):
                 continue
             found[message_id] = SearchHit(message_id, row.session_id, row.role, row.content or "", row.created_at,
                                           0.0, round(sum(held) / len(held), 4))
@@ -144,9 +147,14 @@ def _roles(role: str | Sequence[str] | None) -> tuple[str, ...]:
 
 
 def _semantic(db: Database, scope: Scope, query: str, hybrid: bool | None) -> dict[int, float] | None:
-    """Embedding similarities of the scope's messages to the query, when hybrid search is on and installed."""
-    if not (get_settings().search_hybrid if hybrid is None else hybrid):
+    """Embedding similarities of the scope's messages to the query, when hybrid search is on: from the
+    provider when EMBEDDINGS_MODEL is set, else from the local model when its extra is installed."""
+    settings = get_settings()
+    provider = search_embeddings.configured(settings)
+    if not ((settings.search_hybrid or provider) if hybrid is None else hybrid):
         return None
+    if provider:
+        return search_embeddings.similarities(db, settings, scope, query)
     if not search_vectors.available():
         log.warning("SEARCH_HYBRID is on but the hybrid extra is not installed; searching by keywords only")
         return None
@@ -159,7 +167,6 @@ def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
     size = min(pool_cap, wanted) if pool_cap else max(wanted, limit * 5)
     pool = backend.candidates(s, parsed, scope, size, max(MIN_FEW, limit * 2))
     similar = sorted(semantic or {}, key=lambda i: -semantic[i])[:DENSE_POOL]
-    close = set(similar)
     rows = _messages(s, [c.message_id for c in pool] + similar, scope)
     ids = list(rows)
     holding = backend.holders(s, parsed.terms + parsed.excluded, rows)
@@ -172,7 +179,7 @@ def _rank(s: Session, backend, parsed: ParsedQuery, scope: Scope, limit: int,
     ranked: list[tuple[float, float, int]] = []  # (score, rarity of the terms held, id) of each acceptable row
     for message_id, row in rows.items():
         found = held[message_id]
-        if not _acceptable(found, parsed, message_id in excluded, message_id in close):
+        if not _acceptable(found, parsed, message_id in excluded):
             continue
         score = totals.get(message_id, 0.0) * _bonus(found, row.created_at, dates)
         ranked.append((score, sum(w for w, ok in zip(rarity, found) if ok), message_id))
@@ -189,10 +196,10 @@ def _bonus(found: list[bool], sent: datetime, dates: tuple[Day, ...]) -> float:
     return terms * (1 + DATE_BONUS * any(d.holds(sent) for d in dates))
 
 
-def _acceptable(found: list[bool], parsed: ParsedQuery, excluded: bool, similar: bool) -> bool:
-    """A hit holds at least one term itself (context only ranks; a close embedding will do), every
+def _acceptable(found: list[bool], parsed: ParsedQuery, excluded: bool) -> bool:
+    """A hit holds at least one term itself (context and embeddings only rank it: issue 35 (e)), every
     required one, and no excluded one."""
-    if excluded or not (any(found) or similar):
+    if excluded or not any(found):
         return False
     return all(ok or not term.required for term, ok in zip(parsed.terms, found))
 

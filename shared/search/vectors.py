@@ -81,11 +81,11 @@ def similarities(db: Database, scope: Scope, query: str) -> dict[int, float]:
     # was a third of a search over 20k vectors.
     query_vector = embed([query])[0]
     matrix = numpy.frombuffer(b"".join(r[2] for r in rows), dtype="float32").reshape(len(rows), -1)
-    scores = _in_context(matrix @ query_vector, [r[0] for r in rows], [r[1] for r in rows])
+    scores = in_context(matrix @ query_vector, [r[0] for r in rows], [r[1] for r in rows])
     return {r[0]: score for r, score in zip(rows, scores.tolist())}
 
 
-def _in_context(scores: "numpy.ndarray", ids: list[int], session_ids: list[str]) -> "numpy.ndarray":
+def in_context(scores: "numpy.ndarray", ids: list[int], session_ids: list[str]) -> "numpy.ndarray":
     """Each similarity plus shares of the one and two messages before it in its session: a short reply
     ("since March, yes!") means what its question asked, and the keyword index finds it by its
     question's words the same way. Ordered here, not in SQL: sorting the rows with their vectors cost

@@ -12,8 +12,8 @@ from sqlalchemy import text
 from shared.messaging import events
 from shared.clock import utcnow
 from shared.ids import new_id
-from shared.models import (Approval, GatewayChat, MemorySnapshot, MemoryStagedWrite, MessageVector, ReviewCounter,
-                           Turn)
+from shared.models import (Approval, GatewayChat, MemorySnapshot, MemoryStagedWrite, MessageEmbedding, MessageVector,
+                           ReviewCounter, Turn)
 from shared.providers import MemoryProvider, register, unregister
 from shared.stores import outbox, sessions, turns
 from shared.files import memory as memory_files
@@ -73,6 +73,7 @@ def full_session(db, redis_client, settings, user_id: str, word: str):
         s.add(MemoryStagedWrite(id=new_id("msw"), user_id=user_id, session_id=session.id, target="memory",
                                 summary=word, request={}, expires_at=now + timedelta(hours=1)))
         s.add(MessageVector(message_id=stored[0].id, model="m", vector=b"\0" * 8))
+        s.add(MessageEmbedding(message_id=stored[2].id, model="m", dimensions=2, vector=b"\0" * 8))
     item = outbox.record(db, user_id, "telegram:1", "1", turn.id, f"{word} answered")
     events.publish(redis_client, turn.id, "turn.completed", {"output": word}, ttl_seconds=600)
     events.hold_notice(redis_client, session.id, "review.completed", {"summary": word})
@@ -95,7 +96,7 @@ def rows_naming(db, session_id: str, turn_id: str, message_ids: list[int]) -> di
                                                {"t": turn_id}).scalar()
         ids = ",".join(str(i) for i in message_ids)
         index = (["messages_fts", "messages_cjk"] if db.is_sqlite else ["message_search"])
-        for table in index + ["message_vectors"]:
+        for table in index + ["message_vectors", "message_embeddings"]:
             column = "rowid" if table.startswith("messages_") else "message_id"
             found[table] = conn.execute(text(f"SELECT count(*) FROM {table} WHERE {column} IN ({ids})")).scalar()
     return found
