@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     approval_max_command_chars: int = Field(10_000, ge=100, le=100_000, alias="APPROVAL_MAX_COMMAND_CHARS")
     approval_timeout_seconds: float = Field(300.0, gt=0, alias="APPROVAL_TIMEOUT_SECONDS")
     clarify_timeout_seconds: float = Field(600.0, gt=0, alias="CLARIFY_TIMEOUT_SECONDS")
-    delegate_max_children: int = Field(0, ge=0, le=16, alias="DELEGATE_MAX_CHILDREN")
+    delegate_max_children: int = Field(3, ge=0, le=16, alias="DELEGATE_MAX_CHILDREN")
     delegate_max_iterations: int = Field(50, ge=1, le=1000, alias="DELEGATE_MAX_ITERATIONS")
     delegate_child_timeout_seconds: float = Field(600.0, gt=0, alias="DELEGATE_CHILD_TIMEOUT_SECONDS")
     approval_guardian_model: str | None = Field(None, alias="APPROVAL_GUARDIAN_MODEL")

@@ -95,25 +95,23 @@ def _second_opinion(ctx: ToolContext, store: MemoryStore, request: MemoryRequest
 # What to save and what not to: the main agent's rules and the background review's, which reads them here (its
 # first request replays the parent's tools byte for byte, so these words come from the prompt cache; review/prompt.py).
 DESCRIPTION = (
-    "Save durable information to persistent memory that survives across sessions; it appears in the system "
-    "prompt of later sessions. Prefer one call with `operations` for several changes (all-or-nothing). "
-    "What to save, most important first: the user's preferences, corrections and personal details; then facts "
-    "about their environment; then conventions, tool quirks and lessons learned. 'user' is who the user is and "
-    "how they want you to work; 'memory' is your notes on their environment, projects and conventions. Save "
-    "only what a message or tool result showed, never a guess about the user. A one-off request is not a "
-    "standing preference unless the user said 'always', 'never' or 'from now on', or asked you to remember it. "
-    "Write short declarative facts ('User prefers British English'), not instructions to yourself. Skip trivia, "
-    "easily found facts, raw data, task progress, work logs and TODO state; procedures belong in skills. Never "
-    "save transient errors, a missing binary or a claim that a tool does not work. replace and remove find the "
-    "entry by `old_text`, which must match exactly one entry; replace a similar entry rather than add a "
-    "near-duplicate. When a store is full, the error lists its entries: merge or prune, then retry this turn."
+    "Save durable facts to memory; they appear in the system prompt of later sessions. What to save, most "
+    "important first: the user's preferences, corrections and personal details; then facts about their "
+    "environment; then conventions, tool quirks and lessons learned. 'user' is who the user is and how they want "
+    "you to work; 'memory' is your notes on their environment, projects and conventions. Save only what a message "
+    "or tool result showed, never a guess about the user. A one-off request is not a standing preference unless "
+    "the user said 'always', 'never' or 'from now on', or asked you to remember it. Write short declarative facts "
+    "('User prefers British English'), not instructions to yourself. Skip trivia, easily found facts, raw data, "
+    "task progress, work logs and TODO state; procedures belong in skills. Never save transient errors, a missing "
+    "binary or a claim that a tool does not work; replace a similar entry rather than add a near-duplicate. When "
+    "a store is full, the error lists its entries: merge or prune, then retry this turn."
 )
 _OPERATION = {
     "type": "object",
     "properties": {
         "action": {"type": "string", "enum": ["add", "replace", "remove"]},
-        "content": {"type": "string", "description": "The entry text (add, replace)."},
-        "old_text": {"type": "string", "description": "Substring identifying the entry (replace, remove)."},
+        "content": {"type": "string"},
+        "old_text": {"type": "string"},
     },
     "required": ["action"],
 }
