@@ -46,7 +46,7 @@ class ChatRunner:
     def __init__(self, api: ApiClient, user_id: str, key: str, surface: Surface) -> None:
         self.api, self.user_id, self.key, self.surface = api, user_id, key, surface
         self.session_id: str | None = None
-        self.pending: deque[str] = deque()
+        self.pending: deque[tuple[str, list[str]]] = deque()  # (text, attachment ids)
         self.current: str | None = None
         self.approvals: list[str] = []
         self.task: asyncio.Task | None = None
@@ -57,11 +57,12 @@ class ChatRunner:
             self.session_id = await self.api.chat_session(self.user_id, self.key, fresh=fresh)
         return self.session_id
 
-    def submit(self, text: str) -> bool:
-        """Queue a message as the next turn; False when MAX_QUEUED already wait."""
+    def submit(self, text: str, attachments: list[str] | None = None) -> bool:
+        """Queue a message (with the ids of files already uploaded) as the next turn; False when MAX_QUEUED
+        already wait."""
         if len(self.pending) >= MAX_QUEUED:
             return False
-        self.pending.append(text)
+        self.pending.append((text, list(attachments or ())))
         if self.task is None or self.task.done():
             self.task = asyncio.create_task(self._drain())
         return True
@@ -96,18 +97,18 @@ class ChatRunner:
 
     async def _drain(self) -> None:
         while self.pending:
-            text = self.pending.popleft()
+            text, attachments = self.pending.popleft()
             try:
-                await self._run(text)
+                await self._run(text, attachments)
             except Exception:
                 log.exception("a turn of %s failed in the gateway", self.key)
                 await self.surface.notice("Sorry, something went wrong on my side; please try again.")
             finally:
                 self.current = None
 
-    async def _run(self, text: str) -> None:
+    async def _run(self, text: str, attachments: list[str]) -> None:
         session_id = await self.session()
-        turn = await self.api.create_turn(self.user_id, session_id, text)
+        turn = await self.api.create_turn(self.user_id, session_id, text, attachments)
         self.current = turn["id"]
         await self.surface.expect(turn["id"])
         typing = asyncio.create_task(self._keep_typing())

@@ -1,0 +1,105 @@
+"""Files in Telegram messages: which file a message carries, the Bot API's 20 MB download limit checked before
+any byte moves, and the download streamed from the Bot API's file URL straight into the api's attachments route
+(never held whole here). The api types the file by its content; a name from Telegram is only a hint."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import AsyncIterator
+
+import httpx
+
+from services.gateway.client import ApiClient, ApiError
+
+log = logging.getLogger(__name__)
+
+BOT_DOWNLOAD_LIMIT = 20 * 1024 * 1024  # what getFile serves a bot; larger files need a local Bot API server
+CHUNK = 64 * 1024
+TOO_BIG = ("That file is {size} — Telegram lets bots download files only up to 20 MB, so I cannot receive it. "
+           "Send a smaller or compressed file, or a link to it.")
+UNSUPPORTED = "I can take text, photos, voice notes, audio files and documents; that kind of message I cannot read."
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """The one file a message carries."""
+
+    file_id: str
+    size: int | None
+    filename: str
+    label: str  # what the user is told about ("photo", "voice note", …)
+
+
+def incoming(message) -> Incoming | None:
+    """The message's file: the largest photo size, a voice note, an audio file or a document; None for text."""
+    if message.photo:
+        best = max(message.photo, key=lambda p: (p.file_size or 0, p.width * p.height))
+        return Incoming(best.file_id, best.file_size, f"photo_{message.message_id}.jpg", "photo")
+    if message.voice:
+        return Incoming(message.voice.file_id, message.voice.file_size, f"voice_{message.message_id}.ogg", "voice note")
+    if message.audio:
+        audio = message.audio
+        return Incoming(audio.file_id, audio.file_size, audio.file_name or f"audio_{message.message_id}.mp3", "audio")
+    if message.document:
+        doc = message.document
+        return Incoming(doc.file_id, doc.file_size, doc.file_name or f"document_{message.message_id}", "document")
+    return None
+
+
+def unsupported(message) -> bool:
+    """Media this gateway does not take (video, stickers, …): the sender is told, never silently ignored."""
+    return any(getattr(message, kind, None) for kind in ("video", "video_note", "sticker", "animation"))
+
+
+def too_big(size: int | None) -> str | None:
+    """The user's message when Telegram would refuse the download, judged before downloading."""
+    if size is not None and size > BOT_DOWNLOAD_LIMIT:
+        return TOO_BIG.format(size=_megabytes(size))
+    return None
+
+
+async def receive(bot, api: ApiClient, user_id: str, session_id: str, item: Incoming) -> dict:
+    """Download the file from the Bot API and stream it into the session's attachments; the api's answer."""
+    tg_file = await bot.get_file(item.file_id)
+    too_large = too_big(tg_file.file_size)
+    if too_large:
+        raise MediaRefused(too_large)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=120.0)) as http:
+        async with http.stream("GET", tg_file.file_path) as response:
+            if response.status_code >= 400:
+                raise MediaRefused(f"Telegram did not hand me that {item.label} (HTTP {response.status_code}); "
+                                   "please send it again.")
+            try:
+                return await api.upload(user_id, session_id, item.filename, _bounded(response.aiter_bytes()))
+            except ApiError as exc:
+                raise MediaRefused(refusal_text(exc, item)) from exc
+
+
+async def _bounded(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The download, cut off past the bot limit whatever the file's announced size said."""
+    seen = 0
+    async for chunk in chunks:
+        seen += len(chunk)
+        if seen > BOT_DOWNLOAD_LIMIT:
+            raise MediaRefused(TOO_BIG.format(size=f"over {_megabytes(BOT_DOWNLOAD_LIMIT)}"))
+        yield chunk
+
+
+def refusal_text(exc: ApiError, item: Incoming) -> str:
+    """What the api's refusal of an upload means to the sender, in one line."""
+    if exc.status == 413:
+        return f"That {item.label} is larger than this server accepts; send a smaller file."
+    if exc.status == 415:
+        return f"I cannot accept that {item.label}: its content is not a type I take (or it is disguised)."
+    if exc.status == 422:
+        return f"That {item.label} was refused: {exc}"[:300]
+    return f"I could not store that {item.label} just now ({exc.code}); please send it again."
+
+
+class MediaRefused(Exception):
+    """A file the sender is told about, in their words: too big, refused, or not fetched."""
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB"
