@@ -284,9 +284,12 @@ class TelegramPlatform:
     # -- delivery --------------------------------------------------------------------------------------------
 
     async def send(self, dest: str, item: dict, ref: str | None = None) -> None:
-        """A final reply: the streamed preview edited to the first part, the rest as new messages."""
+        """A final reply: the streamed preview edited to the first part, the rest as new messages; or a file."""
         chunks = split(item["text"])
         try:
+            if item.get("attachment_id"):
+                await self.send_file(dest, item)
+                return
             if ref is not None:
                 try:
                     await self.bot.edit_message_text(chunks[0], chat_id=dest, message_id=int(ref))
@@ -302,6 +305,19 @@ class TelegramPlatform:
                                 else float(wait)) from exc
         except (NetworkError, TelegramError) as exc:
             raise DeliveryError(f"telegram: {type(exc).__name__}") from exc
+
+
+    async def send_file(self, dest: str, item: dict) -> None:
+        """A file the agent sent; one that is gone or too large for a bot fails for good (no retry helps)."""
+        try:
+            method = await media.send_file(self.bot, self.gateway.api, item, dest)
+        except ApiError as exc:
+            if exc.status in (404, 413):
+                raise DeliveryError(f"the file cannot be sent ({exc.code})", final=True) from exc
+            raise DeliveryError(f"the file could not be read ({exc.code})") from exc
+        except httpx.HTTPError as exc:
+            raise DeliveryError(f"the file could not be read ({type(exc).__name__})") from exc
+        log.info("telegram: delivery %s sent as %s", item["id"], method)
 
 
 class TelegramSurface:

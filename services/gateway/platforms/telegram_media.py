@@ -103,3 +103,41 @@ class MediaRefused(Exception):
 
 def _megabytes(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
+
+
+# -- out: a file the agent sends ---------------------------------------------------------------------------
+
+BOT_UPLOAD_LIMIT = 50 * 1024 * 1024  # what sendDocument takes from a bot
+PHOTO_LIMIT = 10 * 1024 * 1024  # sendPhoto's own limit; a larger image goes as a document
+PHOTO_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
+VOICE_TYPES = frozenset({"audio/ogg", "audio/opus"})  # a voice note is OGG/Opus; other audio is a music file
+CAPTION_LIMIT = 1024
+
+
+def method_for(meta: dict) -> str:
+    """The Bot API method a file goes out with: images as photos, OGG/Opus as a voice note, other audio as
+    audio, the rest as documents."""
+    mime, kind, size = str(meta.get("mime") or ""), meta.get("kind"), int(meta.get("size") or 0)
+    if kind == "image" and mime in PHOTO_TYPES and size <= PHOTO_LIMIT:
+        return "photo"
+    if kind == "audio":
+        return "voice" if mime.split(";")[0] in VOICE_TYPES else "audio"
+    return "document"
+
+
+async def send_file(bot, api: ApiClient, item: dict, dest: str) -> str:
+    """Send the item's attachment to chat `dest` (the caption is the item's text); the method used."""
+    meta = await api.attachment(item["user_id"], item["attachment_id"])
+    data = await api.attachment_bytes(item["user_id"], item["attachment_id"], BOT_UPLOAD_LIMIT)
+    method = method_for(meta)
+    caption = (item.get("text") or "")[:CAPTION_LIMIT] or None
+    name = str(meta.get("filename") or "file")
+    if method == "photo":
+        await bot.send_photo(dest, data, caption=caption, filename=name)
+    elif method == "voice":
+        await bot.send_voice(dest, data, caption=caption, filename=name)
+    elif method == "audio":
+        await bot.send_audio(dest, data, caption=caption, filename=name)
+    else:
+        await bot.send_document(dest, data, caption=caption, filename=name)
+    return method
