@@ -161,6 +161,16 @@ class Settings(BaseSettings):
     web_extract_max_chars: int = Field(20_000, ge=500, alias="WEB_EXTRACT_MAX_CHARS")
     webhook_toolsets: str = Field("", alias="WEBHOOK_TOOLSETS")
 
+    media_max_bytes: int = Field(20_000_000, ge=1024, alias="MEDIA_MAX_BYTES")
+    llm_vision: bool | None = Field(None, alias="LLM_VISION")
+    vision_model: str | None = Field(None, alias="VISION_MODEL")
+    vision_base_url: str | None = Field(None, alias="VISION_BASE_URL")
+    vision_api_key: SecretStr | None = Field(None, alias="VISION_API_KEY")
+    stt_base_url: str | None = Field(None, alias="STT_BASE_URL")
+    stt_model: str = Field("whisper-1", alias="STT_MODEL")
+    stt_api_key: SecretStr | None = Field(None, alias="STT_API_KEY")
+    stt_timeout_seconds: float = Field(120.0, gt=0, alias="STT_TIMEOUT_SECONDS")
+
     console_secret: SecretStr | None = Field(None, alias="CONSOLE_SECRET")
     console_session_hours: float = Field(12.0, gt=0, le=24 * 90, alias="CONSOLE_SESSION_HOURS")
 
@@ -235,7 +245,8 @@ class Settings(BaseSettings):
         """Values the log redactor must never print."""
         out = []
         for value in (self.admin_api_key, self.llm_api_key, self.metrics_token, self.gateway_api_key,
-                      self.telegram_bot_token, self.console_secret, self.redis_password):
+                      self.telegram_bot_token, self.console_secret, self.redis_password, self.vision_api_key,
+                      self.stt_api_key):
             if value is not None and len(value.get_secret_value()) >= 6:
                 out.append(value.get_secret_value())
         return out

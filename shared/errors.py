@@ -14,6 +14,7 @@
      │    ├── IdempotencyConflict (409, idempotency_key_reused)
      │    └── InvalidState (409, invalid_state)
      ├── PayloadTooLarge (413, payload_too_large)
+     ├── UnsupportedMediaType (415, unsupported_media_type)   shared.media: a file type refused by its content
      ├── RateLimited (429, rate_limited)
      ├── Unavailable (503, service_unavailable)
      └── ModelError (502, model_error)           raised by shared.llm; a turn fails with its code
@@ -104,6 +105,13 @@ class PayloadTooLarge(HermesError):
 
     status_code = 413
     code = "payload_too_large"
+
+
+class UnsupportedMediaType(HermesError):
+    """The file's content is of a type the stack does not accept."""
+
+    status_code = 415
+    code = "unsupported_media_type"
 
 
 class RateLimited(HermesError):

@@ -306,6 +306,8 @@ SECRET_HOLDERS = {
     "GATEWAY_API_KEY": {"api", "gateway"},
     "LLM_API_KEY": {"worker", "reviewer"},
     "BRAVE_SEARCH_API_KEY": {"worker", "reviewer"},
+    "VISION_API_KEY": {"worker"},
+    "STT_API_KEY": {"worker"},
     "TELEGRAM_BOT_TOKEN": {"gateway"},
     "DATABASE_URL": {"migrate", "api", "worker", "reviewer", "curator"},
     "REDIS_URL": {"api", "worker", "reviewer", "curator"},

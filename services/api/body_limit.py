@@ -1,4 +1,4 @@
-"""Refuse request bodies over MAX_INPUT_BYTES before they are buffered (pure ASGI)."""
+"""Refuse request bodies over their limit (MAX_INPUT_BYTES; uploads MEDIA_MAX_BYTES) before they are buffered (pure ASGI)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.api.errors import error_response
+from services.api.uploads import body_limit
+from shared.config import Settings
 
 TOO_LARGE = "The request body is larger than {limit} bytes."
 
@@ -21,17 +23,18 @@ class BodyTooLarge(HTTPException):
 class BodyLimit:
     """413 payload_too_large by Content-Length when declared, else by counting the chunks as they arrive."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
-        self.max_bytes = max_bytes
+        self.settings = settings
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = body_limit(self.settings, scope)
         declared = _content_length(scope)
-        if declared is not None and declared > self.max_bytes:
-            await self._refuse(scope, receive, send)
+        if declared is not None and declared > limit:
+            await self._refuse(scope, receive, send, limit)
             return
         seen = 0
         started = False
@@ -41,8 +44,8 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise BodyTooLarge(self.max_bytes)
+                if seen > limit:
+                    raise BodyTooLarge(limit)
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -55,10 +58,10 @@ class BodyLimit:
         except BodyTooLarge:
             if started:
                 raise
-            await self._refuse(scope, receive, send)
+            await self._refuse(scope, receive, send, limit)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        message = TOO_LARGE.format(limit=self.max_bytes)
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        message = TOO_LARGE.format(limit=limit)
         response = error_response(scope.get("path", ""), 413, "payload_too_large", message)
         await response(scope, receive, send)
 

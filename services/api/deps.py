@@ -122,7 +122,8 @@ async def user_for_digest(request: Request, digest: str) -> User | None:
 # What the gateway does for a chat: turns and their events, approvals and answers, reading memory and skills,
 # scheduled jobs.
 GATEWAY_ROUTES = (("/v1/sessions", None), ("/v1/turns/", None), ("/v1/approvals", None), ("/v1/clarifications", None),
-                  ("/v1/memory", "GET"), ("/v1/skills", "GET"), ("/v1/cron/jobs", None))
+                  ("/v1/memory", "GET"), ("/v1/skills", "GET"), ("/v1/cron/jobs", None),
+                  ("/v1/attachments/", "GET"))
 
 
 def gateway_may(method: str, path: str) -> bool:

@@ -38,6 +38,7 @@ from services.api.routes import gateway as gateway_routes
 from services.api.routes import gateway_admin
 from services.api.routes import session_data
 from services.api.routes import cron as cron_routes
+from services.api.routes import attachments as attachment_routes
 from services.api.stream_slots import StreamSlots
 from shared.ops import heartbeats
 from shared.config import Settings, get_settings
@@ -53,7 +54,7 @@ ROUTERS = (health.router, users.router, sessions.router, turns.router, events.ro
            chat_completions.router, admin.router, memory_routes.router, skills_routes.router,
            search_routes.router, review_routes.router, curator_routes.router, key_routes.router,
            metrics_routes.router, gateway_routes.router, gateway_admin.router, approval_routes.router,
-           session_data.router, clarification_routes.router, cron_routes.router)
+           session_data.router, clarification_routes.router, cron_routes.router, attachment_routes.router)
 
 
 async def _announce_forever(settings: Settings) -> None:
@@ -154,7 +155,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.stream_slots = StreamSlots(settings.sse_max_streams_per_key)
     install_error_handlers(app)
     app.add_middleware(TextGuard)  # inside the body limit, which bounds what it reads
-    app.add_middleware(BodyLimit, max_bytes=settings.max_input_bytes)
+    app.add_middleware(BodyLimit, settings=settings)
     app.add_middleware(RateLimit, settings=settings)
     app.add_middleware(CatchAll)
     for router in ROUTERS:

@@ -17,6 +17,7 @@ from urllib.parse import unquote_to_bytes
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.api.errors import error_response, is_openai_path
+from services.api.uploads import is_upload
 
 CODE = "invalid_text"
 # A cheap prefilter on the raw bytes: only bodies holding an escape that could decode to NUL or a
@@ -86,7 +87,7 @@ class TextGuard:
             await self.app(scope, receive, send)
             return
         problem = _url_problem(scope)
-        if problem is None and scope.get("method") in BODY_METHODS:
+        if problem is None and scope.get("method") in BODY_METHODS and not is_upload(scope):
             messages, body = await _read_body(receive)
             problem = _body_problem(body)
             receive = _replay(messages, receive)

@@ -1,6 +1,7 @@
 """SQLModel tables and API schemas, one module per concept; importing this registers every table."""
 
 from shared.models.approvals import Approval
+from shared.models.attachments import Attachment
 from shared.models.clarifications import Clarification
 from shared.models.compactions import Compaction
 from shared.models.cron import CronJob, CronRun
@@ -18,7 +19,7 @@ from shared.models.turns import TERMINAL_STATUSES, Turn, TurnStatus
 from shared.models.users import ApiKey, User
 
 __all__ = [
-    "ApiKey", "Approval", "ChatSession", "Clarification", "Compaction", "CronJob", "CronRun", "CuratorRun",
+    "ApiKey", "Approval", "Attachment", "ChatSession", "Clarification", "Compaction", "CronJob", "CronRun", "CuratorRun",
     "CuratorState", "CuratorTransition",
     "GatewayChat", "GatewayIdentity", "ImportRecord", "OutboxItem", "PairingLock", "PairingRequest", "WebhookRoute",
     "MemorySnapshot", "MemoryStagedWrite", "Message", "MessageVector", "Review", "ReviewCall", "ReviewCounter",
