@@ -308,6 +308,7 @@ SECRET_HOLDERS = {
     "BRAVE_SEARCH_API_KEY": {"worker", "reviewer"},
     "VISION_API_KEY": {"worker"},
     "STT_API_KEY": {"worker"},
+    "TTS_API_KEY": {"worker"},
     "TELEGRAM_BOT_TOKEN": {"gateway"},
     "DATABASE_URL": {"migrate", "api", "worker", "reviewer", "curator"},
     "REDIS_URL": {"api", "worker", "reviewer", "curator"},

@@ -80,13 +80,10 @@ def _as(kind: sniff.FileType) -> str:
 
 SEND_FILE = Tool(
     name="send_file",
-    description="Send a workspace file to this chat: images as photos, .ogg as voice, other files as documents.",
+    description="Send a workspace file to this chat.",
     parameters={
         "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "Path relative to the workspace."},
-            "caption": {"type": "string"},
-        },
+        "properties": {"path": {"type": "string"}, "caption": {"type": "string"}},
         "required": ["path"],
     },
     handler=send_file,

@@ -1,14 +1,14 @@
 """gateway outbox: an item may carry a file (an attachment the agent sends) beside its text
 
 Revision ID: 0024_outbox_attachments
-Revises: 0022_cron_jobs
+Revises: 0023_attachments
 Create Date: 2026-12-07
 """
 from alembic import op
 import sqlalchemy as sa
 
 revision = "0024_outbox_attachments"
-down_revision = "0022_cron_jobs"
+down_revision = "0023_attachments"
 branch_labels = None
 depends_on = None
 
