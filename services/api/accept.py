@@ -17,7 +17,7 @@ from shared.errors import PayloadTooLarge
 from shared.ops.logs import session_id_var, turn_id_var
 from shared.models.turns import Turn
 from shared.queue.turns import send_turn
-from shared.stores import turns
+from shared.stores import attachments, turns
 
 
 def request_hash(body: dict[str, Any], session_id: str) -> str:
@@ -39,6 +39,7 @@ def accept_turn(
     user_id: str,
     session_id: str,
     text: str,
+    attachment_ids: list[str] | None = None,
     idempotency_key: str | None = None,
     body_hash: str | None = None,
     interactive: bool = True,
@@ -46,11 +47,13 @@ def accept_turn(
     """Commit a queued turn, then send what the user's free slots allow; a retried Idempotency-Key returns the first turn.
 
     `interactive=False`: the caller has no channel for an approval question, so none is ever asked.
+    `attachment_ids`: files the caller uploaded to this session, carried by the turn (another user's: 404).
     """
     check_input_size(settings, text)
     turn, _, sent = turns.accept_turn(
         db, user_id, session_id, text, idempotency_key=idempotency_key, request_hash=body_hash,
         max_running=settings.max_running_turns_per_user, interactive=interactive,
+        attachment_ids=attachments.check_ids(attachment_ids or []),
     )
     announce_turn(enqueue, turn, sent)
     return turn

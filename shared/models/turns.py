@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ConfigDict
+from pydantic import Field as PydanticField
+from pydantic import ConfigDict, StringConstraints, ValidationInfo, field_validator
 from sqlalchemy import Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
@@ -64,9 +65,23 @@ class Turn(SQLModel, table=True):
 
 
 class TurnCreate(SQLModel):
+    """A turn's body: the user's text, and the ids of files uploaded for it (at most 10, each the caller's own).
+
+    With attachments the text may be empty (a voice note or a photo alone says enough)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    input: str = Field(min_length=1)
+    # declared first so that `input`'s check can see them
+    attachments: list[Annotated[str, StringConstraints(min_length=1, max_length=40)]] = Field(
+        default_factory=list, max_length=10)
+    input: str = PydanticField(default="", validate_default=True)
+
+    @field_validator("input")
+    @classmethod
+    def _something_said(cls, value: str, info: ValidationInfo) -> str:
+        if not value and not info.data.get("attachments"):
+            raise ValueError("String should have at least 1 character (unless attachments are given)")
+        return value
 
 
 class TurnPublic(SQLModel):

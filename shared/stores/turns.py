@@ -25,6 +25,7 @@ from shared.models.approvals import Approval, ApprovalStatus
 from shared.models.clarifications import Clarification, ClarificationStatus
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import PARKED_STATUSES, TERMINAL_STATUSES, Turn, TurnStatus
+from shared.stores import attachments
 from shared.stores.sessions import add_turn_messages
 from shared.stores.turn_slots import as_turn, lock_user, running_elsewhere, send_for_user, take_slots, users_waiting
 
@@ -57,11 +58,13 @@ def accept_turn(
     request_hash: str | None = None,
     max_running: int | None = None,
     interactive: bool = True,
+    attachment_ids: list[str] | None = None,
 ) -> tuple[Turn, bool, list[Turn]]:
     """create_turn, plus (with `max_running`) the user's turns its free slots send now, in the same transaction.
 
     `interactive=False` (the OpenAI-compatible route): nobody can be asked, so the approval gate refuses
-    what would need a human instead of parking the turn.
+    what would need a human instead of parking the turn. `attachment_ids` are bound to the new turn in the same
+    transaction (one that is not the user's, in this session, rolls the turn back with NotFound).
     """
     try:
         with db.write() as s:
@@ -71,6 +74,7 @@ def accept_turn(
                     return same_request(existing, request_hash), False, []
             turn, sent = add_turn(s, user_id, session_id, text, idempotency_key=idempotency_key,
                                   request_hash=request_hash, max_running=max_running, interactive=interactive)
+            attachments.bind_to_turn(s, user_id, session_id, turn.id, attachment_ids or [])
         return turn, True, sent
     except IntegrityError:
         return lost_race(db, user_id, idempotency_key, request_hash), False, []

@@ -52,6 +52,7 @@ async def create_turn(
         user_id=user.id,
         session_id=session_id,
         text=body.input,
+        attachment_ids=body.attachments,
         idempotency_key=idempotency_key,
         body_hash=digest,
     )

@@ -157,3 +157,36 @@ def test_the_same_name_twice_keeps_both_files(client, owner, session_id):
     first = upload(client, owner, session_id, PNG, "same.png").json()
     second = upload(client, owner, session_id, PNG, "same.png").json()
     assert first["path"] != second["path"] and second["filename"] == "same-2.png"
+
+
+def test_a_turn_carries_the_callers_attachments(client, db, owner, session_id):
+    from shared.stores import attachments
+
+    made = upload(client, owner, session_id, PNG).json()
+    answer = client.post(f"/v1/sessions/{session_id}/turns", headers=owner.headers,
+                         json={"input": "", "attachments": [made["id"]]})
+    assert answer.status_code == 202, answer.text
+    assert [a.id for a in attachments.for_turn(db, answer.json()["id"])] == [made["id"]]
+    again = client.post(f"/v1/sessions/{session_id}/turns", headers=owner.headers,
+                        json={"input": "and again", "attachments": [made["id"]]})
+    assert again.status_code == 409 and error_of(again)["code"] == "attachment_in_use"
+
+
+def test_a_turn_naming_another_users_attachment_is_404_and_not_accepted(client, db, owner, session_id, enqueued):
+    stranger = make_user(db)
+    theirs = upload(client, stranger, make_session(db, stranger.id).id, PNG).json()
+    other_session = make_session(db, owner.id).id
+    mine_elsewhere = upload(client, owner, other_session, PNG).json()
+    for ids in ([theirs["id"]], [mine_elsewhere["id"]], ["att_missing"]):
+        answer = client.post(f"/v1/sessions/{session_id}/turns", headers=owner.headers,
+                             json={"input": "look", "attachments": ids})
+        assert answer.status_code == 404 and error_of(answer)["code"] == "attachment_not_found", answer.text
+    assert enqueued.calls == []
+
+
+@pytest.mark.parametrize("body", [{"input": ""}, {"input": "x", "attachments": [f"att_{i}" for i in range(11)]},
+                                  {"input": "x", "attachments": "att_1"}, {"input": "x", "attachments": ["a" * 41]},
+                                  {"input": "x", "attachments": [1]}])
+def test_bad_attachment_lists_are_422(client, owner, session_id, body):
+    answer = client.post(f"/v1/sessions/{session_id}/turns", headers=owner.headers, json=body)
+    assert answer.status_code == 422, answer.text
