@@ -98,9 +98,10 @@ class FakeTelegram:
 
     def user_sends(self, user_id: int, kind: str, data: bytes, *, caption: str | None = None,
                    file_name: str | None = None, announced_size: int | None = None, mime: str | None = None,
-                   first_name: str = "Ann") -> int:
+                   first_name: str = "Ann") -> str:
         """A user sends a file: `kind` photo, voice, audio or document (`announced_size` as Telegram reports it,
-        default the real size; a file over 20 MB is announced but never stored, as the real API will not serve it)."""
+        default the real size; a file over 20 MB is announced but never stored, as the real API will not serve it).
+        The file's id (a photo's largest size)."""
         n = self._message_id()
         file_id, size = f"file{n}", len(data) if announced_size is None else announced_size
         if size <= BOT_DOWNLOAD_LIMIT:
@@ -120,7 +121,15 @@ class FakeTelegram:
         message = {"message_id": n, "date": int(time.time()), "chat": chat, kind: media,
                    "from": {"id": user_id, "is_bot": False, "first_name": first_name},
                    **({"caption": caption} if caption else {})}
-        return self._push({"message": message})
+        self._push({"message": message})
+        return file_id
+
+    def fetched(self, file_id: str) -> bool:
+        """Whether the bot asked for this file (getFile) or downloaded it."""
+        with self.cond:
+            path = self.files.get(file_id, ("\0", b""))[0]
+            return any((c.method == "getFile" and c.params.get("file_id") == file_id)
+                       or (c.method == "download" and c.params.get("file_path") == path) for c in self.calls)
 
     def files_sent(self, chat_id: int) -> list[dict]:
         with self.cond:
