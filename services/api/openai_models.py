@@ -12,16 +12,42 @@ SYSTEM_ROLES = frozenset({"system", "developer"})
 HISTORY_ROLES = frozenset({"user", "assistant", "tool"})
 
 
+MAX_IMAGES = 10
+IMAGE_URL_PREFIXES = ("data:image/", "http://", "https://")
+
+
 def content_text(content: str | list[dict[str, Any]] | None) -> str | None:
-    """The text of a message's content: a string, or the text parts joined; other part types are refused."""
+    """The text of a message's content: a string, or the text parts joined; image_url parts are checked and left
+    for image_urls, any other part type is refused."""
     if content is None or isinstance(content, str):
         return content
     texts = []
-    for part in content:
-        if part.get("type") != "text" or not isinstance(part.get("text"), str):
-            raise ValueError(f"only text content parts are supported, not {part.get('type')!r}")
-        texts.append(part["text"])
+    for index, part in enumerate(content):
+        if part.get("type") == "image_url":
+            image_url(part, index)
+        elif part.get("type") != "text" or not isinstance(part.get("text"), str):
+            raise ValueError(f"content[{index}]: only text and image_url content parts are supported, "
+                             f"not {str(part.get('type'))[:40]!r}")
+        else:
+            texts.append(part["text"])
     return "".join(texts)
+
+
+def image_url(part: dict[str, Any], index: int) -> str:
+    """The URL of an image_url part: a data:image/… URL or an http(s) URL; ValueError naming the part otherwise."""
+    value = part.get("image_url")
+    url = value.get("url") if isinstance(value, dict) else value
+    if not isinstance(url, str) or not url.startswith(IMAGE_URL_PREFIXES):
+        raise ValueError(f"content[{index}]: an image_url part needs image_url.url, a data:image/…;base64 URL or "
+                         "an http(s) URL")
+    return url
+
+
+def image_urls(content: str | list[dict[str, Any]] | None) -> list[str]:
+    """The image URLs of a message's content, in order."""
+    if not isinstance(content, list):
+        return []
+    return [image_url(part, index) for index, part in enumerate(content) if part.get("type") == "image_url"]
 
 
 class ToolCallFunctionIn(BaseModel):
@@ -95,8 +121,10 @@ class ChatCompletionRequest(BaseModel):
             if message.role == "tool" and not message.tool_call_id:
                 raise ValueError("a tool message needs the tool_call_id of the call it answers")
         last = messages[-1]
-        if last.role != "user" or not last.text:
-            raise ValueError("the last message must be a user message with text content")
+        if last.role != "user" or not (last.text or image_urls(last.content)):
+            raise ValueError("the last message must be a user message with text or image content")
+        if len(image_urls(last.content)) > MAX_IMAGES:
+            raise ValueError(f"the last message may carry at most {MAX_IMAGES} images")
         return messages
 
     @property

@@ -16,7 +16,7 @@ from services.worker.features import memory, providers, skills, titles
 from services.worker.hooks import Hooks
 from services.worker.review.trigger import on_turn_finished
 from services.worker.tools import clarify, cronjob, files, patch, send_file, session_search, speech, terminal, todo
-from services.worker.tools import web
+from services.worker.tools import vision, web
 from services.worker.tools import memory as memory_tool
 from services.worker.tools import skills as skill_tools
 from services.worker.tools.registry import ToolRegistry
@@ -42,6 +42,7 @@ def register_tools(tools: ToolRegistry | None = None) -> ToolRegistry:
     tools.add(clarify.CLARIFY, toolset="clarify")
     tools.add(todo.TODO, toolset="todo")
     tools.add(cronjob.CRONJOB, toolset="cronjob")
+    tools.add(vision.VISION_ANALYZE, toolset="vision", read_only=True)
     tools.add(send_file.SEND_FILE, toolset="chat")  # offered only where a chat continues the session (toolsets.py)
     tools.add(speech.TEXT_TO_SPEECH, toolset="speech")  # offered only when TTS_BASE_URL is set
     return tools

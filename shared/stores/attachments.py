@@ -26,6 +26,13 @@ def add_attachment(db: Database, *, user_id: str, session_id: str, kind: str, fi
     return row
 
 
+def add_bound(s: Session, user_id: str, session_id: str, turn_id: str, files: list[dict]) -> None:
+    """Inside the accepting transaction: record files already written for this turn (the OpenAI endpoint's
+    images); each dict holds kind, filename, mime, size, path and sha256."""
+    for f in files:
+        s.add(Attachment(id=new_id("att"), user_id=user_id, session_id=session_id, turn_id=turn_id, **f))
+
+
 def get_attachment(db: Database, user_id: str | None, attachment_id: str) -> Attachment:
     """An attachment of this user (any user's when user_id is None); another user's is NotFound."""
     with db.read() as s:

@@ -20,6 +20,7 @@ from shared.db import Database
 from shared.ids import new_id
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn
+from shared.stores import attachments
 from shared.stores.sessions import insert_messages
 from shared.stores.turn_slots import lock_user
 from shared.stores.turns import add_turn, idempotent_turn, lost_race, same_request
@@ -57,8 +58,11 @@ def accept_conversation_turn(
     idempotency_key: str | None = None,
     request_hash: str | None = None,
     max_running: int | None = None,
+    files: list[dict] | None = None,
 ) -> tuple[Turn, list[Turn]]:
-    """The turn of `text` in the session holding `history` (created or forked when none does), and the turns to send."""
+    """The turn of `text` in the session holding `history` (created or forked when none does), and the turns to send.
+
+    `files`: images already written to the user's inbox, recorded as the turn's attachments in the same transaction."""
     try:
         with db.write() as s:
             if idempotency_key:
@@ -71,9 +75,11 @@ def accept_conversation_turn(
                 session_id = _create(s, user_id, key, instructions)
             if new_history:
                 insert_messages(s, session_id, new_history)
-            return add_turn(s, user_id, session_id, text, idempotency_key=idempotency_key,
-                            request_hash=request_hash, max_running=max_running,
-                            interactive=False)  # an OpenAI client has no channel for an approval question
+            turn, sent = add_turn(s, user_id, session_id, text, idempotency_key=idempotency_key,
+                                  request_hash=request_hash, max_running=max_running,
+                                  interactive=False)  # an OpenAI client has no channel for an approval question
+            attachments.add_bound(s, user_id, session_id, turn.id, files or [])
+            return turn, sent
     except IntegrityError:
         return lost_race(db, user_id, idempotency_key, request_hash), []
 

@@ -25,13 +25,15 @@ from services.api.openai_models import (
     ModelList,
     openai_errors,
 )
+from services.api.image_parts import discard, save_images
+from services.api.openai_models import image_urls
 from services.api.routes.events import SSE_HEADERS
 from services.api.streams import KEEPALIVE, SYNTHETIC_ID, Event, follow_or_poll, turn_loader, within
 from shared.config import Settings
 from shared.db import Database
 from shared.errors import IdempotencyConflict
 from shared.models.turns import Turn
-from shared.stores import conversations, sessions, turns
+from shared.stores import attachments, conversations, sessions, turns
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +73,28 @@ def _start_turn(
             return existing
     if session_id:
         sessions.get_session(db, user_id, session_id)
+    saved = save_images(settings, user_id, image_urls(body.messages[-1].content))
+    try:
+        return _accept(db, enqueue, settings, user_id, body, session_id, text, saved, idempotency_key, digest)
+    except BaseException:
+        discard(settings, user_id, saved)
+        raise
+
+
+def _accept(db: Database, enqueue: Enqueue, settings: Settings, user_id: str, body: ChatCompletionRequest,
+            session_id: str | None, text: str, saved: list, idempotency_key: str | None, digest: str | None) -> Turn:
+    """Accept the turn in the named session or the conversation's own, its images (already saved) recorded with it."""
+    files = [{"kind": f.kind, "filename": f.filename, "mime": f.mime, "size": f.size, "path": f.path,
+              "sha256": f.sha256} for f in saved]
+    if session_id:
+        ids = [attachments.add_attachment(db, user_id=user_id, session_id=session_id, **f).id for f in files]
         return accept_turn(db, enqueue, settings, user_id=user_id, session_id=session_id, text=text,
-                           idempotency_key=idempotency_key, body_hash=digest, interactive=False)
+                           attachment_ids=ids, idempotency_key=idempotency_key, body_hash=digest, interactive=False)
     key = conversations.conversation_key(user_id, body.instructions, body.first_user_text)
     turn, sent = conversations.accept_conversation_turn(
         db, user_id, instructions=body.instructions, history=body.history, text=text, key=key,
-        idempotency_key=idempotency_key, request_hash=digest, max_running=settings.max_running_turns_per_user)
+        idempotency_key=idempotency_key, request_hash=digest, max_running=settings.max_running_turns_per_user,
+        files=files)
     announce_turn(enqueue, turn, sent)
     return turn
 

@@ -68,8 +68,9 @@ def pre_compress(ctx: TurnContext, messages: list[dict]) -> list[str]:
     return kept
 
 
-def user_message_for_model(ctx: TurnContext) -> str | None:
-    """The user's text plus every registered block, or None when no builder had anything to add.
+def user_message_for_model(ctx: TurnContext, base: str | None = None) -> str | None:
+    """The user's text (`base`, else the turn's input) plus every registered block; None when neither a block
+    nor a `base` had anything to add.
 
     A builder that fails is logged and skipped: extra context must never cost the user the turn.
     """
@@ -83,5 +84,5 @@ def user_message_for_model(ctx: TurnContext) -> str | None:
         if block and block.strip():
             blocks.append(block.strip())
     if not blocks:
-        return None
-    return "\n\n".join([ctx.turn.input, *blocks])
+        return base
+    return "\n\n".join([ctx.turn.input if base is None else base, *blocks])

@@ -20,13 +20,14 @@ from shared.ops import metrics
 from shared.clock import utcnow
 from shared.errors import ModelError
 from shared.llm import Cancelled, Completion, ToolCall
+from shared.llm.wire import WireMessage
 from shared.ops.logs import session_id_var, turn_id_var
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import Turn, TurnStatus
 from shared.stores import approvals, clarifications, sessions, turns
 from services.worker.approval.checkpoint import Parked, TurnGate
 from services.worker.approval.guardian_call import model_guardian
-from services.worker.agent import compress
+from services.worker.agent import compress, media
 from services.worker.agent.budget import BUDGET_NOTICE, BUDGET_NOTICE_NAME, IterationBudget
 from services.worker.agent.context import TurnContext, after_turn, user_message_for_model
 from services.worker.agent.events import TurnEvents
@@ -86,6 +87,9 @@ class TurnRun:
         self.last_rows: list[dict[str, Any]] = []
         self.rows: list[Message] | None = None  # the turn's stored rows, once its history is loaded
         self._tools: ToolRegistry | None = None
+        self.images: list[dict] = []  # this turn's image parts, when the model takes images
+        self.image_text: str | None = None  # the text of the user message they ride on
+        self.image_message: WireMessage | None = None
         self.usage: dict[str, Any] = {
             "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0, "model_calls": 0, "tool_calls": 0,
             "iterations": 0,
@@ -274,13 +278,32 @@ class TurnRun:
                                                "choices": row.choices, "expires_at": row.expires_at.isoformat()})
 
     def add_turn_context(self, user_message: Message) -> None:
-        """Fix, once, what the model is sent for this turn's user message (the text plus context blocks)."""
+        """Fix, once, what the model is sent for this turn's user message (the text, its files, context blocks)."""
+        settings, db = self.rt.settings, self.rt.db
         if user_message.api_content is not None:
+            self.images = media.images_again(settings, db, self.turn, user_message.api_content)
+            self.image_text = user_message.api_content
             return
-        ctx = TurnContext(self.rt.settings, self.rt.db, self.rt.redis, self.session, self.turn)
-        text = user_message_for_model(ctx)
+        prepared = media.prepare(settings, db, self.turn, user_message)
+        ctx = TurnContext(settings, db, self.rt.redis, self.session, self.turn)
+        text = user_message_for_model(ctx, prepared.text if prepared else None)
         if text is not None:
-            user_message.api_content = sessions.set_api_content(self.rt.db, user_message.id, text)
+            user_message.api_content = sessions.set_api_content(db, user_message.id, text)
+        if prepared and prepared.images:
+            self.images, self.image_text = prepared.images, user_message.api_content
+
+    def with_images(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The history with this turn's user message carrying its images as content parts (built once)."""
+        if not self.images:
+            return messages
+        for index in range(len(messages) - 1, -1, -1):
+            message = messages[index]
+            if message.get("role") == "user" and message.get("content") == self.image_text:
+                if self.image_message is None:
+                    self.image_message = WireMessage(role="user", content=[
+                        {"type": "text", "text": message.get("content") or ""}, *self.images])
+                return [*messages[:index], self.image_message, *messages[index + 1:]]
+        return messages
 
     def summary_answer(self) -> str:
         """The budget ran out: ask once more, without tools, for a summary."""
@@ -304,7 +327,7 @@ class TurnRun:
         compress.before_call(self, tools)
         self.partial = []
         completion = compress.recovering(self, tools, lambda: self.rt.llm.complete(
-            [{"role": "system", "content": self.system_prompt}, *self.messages], tools=tools,
+            [{"role": "system", "content": self.system_prompt}, *self.with_images(self.messages)], tools=tools,
             on_delta=self.on_delta, cancelled=self.interrupted, kind="turn"))
         self.partial = []
         self.usage["model_calls"] += 1

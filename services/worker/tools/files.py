@@ -11,12 +11,16 @@ from services.worker.tools.file_search import search_files
 from services.worker.tools.patterns import glob_matcher
 from services.worker.tools.registry import Tool, ToolContext
 from services.worker.tools.workspace import looks_binary, open_regular, opened, shown, walk
+from services.worker.web.readable import readable
 from shared.errors import InvalidInput
+from shared.http.fetch import FetchFailed, Page
 from shared.security.paths import relative_parts
 
 MAX_LINES_PER_READ = 2000
 MAX_LINE_CHARS = 2000
 MAX_READ_CHARS = 100_000
+MAX_PDF_CHARS = 2_000_000  # a PDF's extracted text kept for paging (read_file shows MAX_READ_CHARS at a time)
+PDF_MAGIC = b"%PDF-"
 MAX_LIST_ENTRIES = 500
 MAX_LIST_WALK = 20_000  # entries looked at for one listing, matching or not
 CANCEL_CHECK_LINES = 10_000  # counting the lines of a long file looks at the cancel flag this often
@@ -40,9 +44,26 @@ def read_file(ctx: ToolContext, args: dict[str, Any]) -> str:
     offset = max(1, int(args.get("offset") or 1))
     limit = min(MAX_LINES_PER_READ, max(1, int(args.get("limit") or MAX_LINES_PER_READ)))
     with opened(ctx) as ws, open_regular(ws, path) as raw:
-        if looks_binary(raw):
-            raise InvalidInput(f"{path} looks like a binary file; read_file only shows text.")
-        return _page(ctx, path, io.TextIOWrapper(raw, encoding="utf-8", errors="replace"), offset, limit)
+        if raw.read(len(PDF_MAGIC)) != PDF_MAGIC:
+            raw.seek(0)
+            if looks_binary(raw):
+                raise InvalidInput(f"{path} looks like a binary file; read_file only shows text.")
+            return _page(ctx, path, io.TextIOWrapper(raw, encoding="utf-8", errors="replace"), offset, limit)
+        body = PDF_MAGIC + raw.read(ctx.settings.media_max_bytes + 1 - len(PDF_MAGIC))
+    # parsed once the worker acts as itself again (the sandbox's uid may not start the parser)
+    return _page(ctx, path, io.StringIO(pdf_text(ctx, path, body)), offset, limit)
+
+
+def pdf_text(ctx: ToolContext, path: str, body: bytes) -> str:
+    """A PDF's text, page after page, parsed as web_extract parses one: in a child process with a time limit."""
+    cap = ctx.settings.media_max_bytes
+    if len(body) > cap:
+        raise InvalidInput(f"{path} is a PDF larger than {cap} bytes (MEDIA_MAX_BYTES); it cannot be read.")
+    try:
+        text = readable(Page(path, 200, "application/pdf", body, False), MAX_PDF_CHARS).text
+    except FetchFailed as exc:
+        raise InvalidInput(exc.message.replace("could not be read as PDF", "is a PDF whose text cannot be read")) from None
+    return text or f"[{path} is a PDF with no text layer (a scan?): no text could be extracted.]"
 
 
 def _page(ctx: ToolContext, path: str, fh: io.TextIOWrapper, offset: int, limit: int) -> str:
