@@ -106,7 +106,7 @@ class ChatRunner:
             finally:
                 self.current = None
 
-    async def _run(self, text: str, attachments: list[str]) -> None:
+    async def _run(self, text: str, attachments: list[str] | None = None) -> None:
         session_id = await self.session()
         turn = await self.api.create_turn(self.user_id, session_id, text, attachments)
         self.current = turn["id"]
