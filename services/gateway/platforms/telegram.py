@@ -138,21 +138,11 @@ class TelegramPlatform:
     async def take_file(self, runner: ChatRunner, item: media.Incoming, message) -> list[str] | None:
         """The message's file stored as an attachment of the chat's session (its id in a list); None when the
         sender was told why not (over Telegram's 20 MB bot limit — checked before downloading — or refused)."""
-        refused = media.too_big(item.size)
-        if refused is None:
-            try:
-                stored = await media.receive(self.bot, self.gateway.api, runner.user_id, await runner.session(), item)
-                return [stored["id"]]
-            except media.MediaRefused as exc:
-                refused = str(exc)
-            except BadRequest as exc:  # getFile refuses what is over the limit even when no size was announced
-                refused = (media.TOO_BIG.format(size="over 20 MB") if "too big" in str(exc).lower()
-                           else f"Telegram would not hand me that {item.label}; please send it again.")
-            except (ApiError, httpx.HTTPError, TelegramError) as exc:
-                log.warning("telegram: a %s was not stored (%s)", item.label, type(exc).__name__)
-                refused = TRY_AGAIN
-        await message.reply_text(refused)
-        return None
+        taken = await media.take(self.bot, self.gateway.api, runner.user_id, runner.session, item)
+        if isinstance(taken, str):
+            await message.reply_text(taken)
+            return None
+        return taken
 
     async def command(self, runner: ChatRunner, name: str, sender, text: str, message) -> None:
         """Commands act at once, never queued behind a turn."""
@@ -288,7 +278,7 @@ class TelegramPlatform:
         chunks = split(item["text"])
         try:
             if item.get("attachment_id"):
-                await self.send_file(dest, item)
+                await media.deliver(self.bot, self.gateway.api, item, dest)
                 return
             if ref is not None:
                 try:
@@ -305,19 +295,6 @@ class TelegramPlatform:
                                 else float(wait)) from exc
         except (NetworkError, TelegramError) as exc:
             raise DeliveryError(f"telegram: {type(exc).__name__}") from exc
-
-
-    async def send_file(self, dest: str, item: dict) -> None:
-        """A file the agent sent; one that is gone or too large for a bot fails for good (no retry helps)."""
-        try:
-            method = await media.send_file(self.bot, self.gateway.api, item, dest)
-        except ApiError as exc:
-            if exc.status in (404, 413):
-                raise DeliveryError(f"the file cannot be sent ({exc.code})", final=True) from exc
-            raise DeliveryError(f"the file could not be read ({exc.code})") from exc
-        except httpx.HTTPError as exc:
-            raise DeliveryError(f"the file could not be read ({type(exc).__name__})") from exc
-        log.info("telegram: delivery %s sent as %s", item["id"], method)
 
 
 class TelegramSurface:

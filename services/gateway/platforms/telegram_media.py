@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import AsyncIterator
+from typing import AsyncIterator, Awaitable, Callable
 
 import httpx
+from telegram.error import BadRequest, TelegramError
 
 from services.gateway.client import ApiClient, ApiError
+from services.gateway.delivery import DeliveryError
 
 log = logging.getLogger(__name__)
 
@@ -18,6 +20,7 @@ BOT_DOWNLOAD_LIMIT = 20 * 1024 * 1024  # what getFile serves a bot; larger files
 CHUNK = 64 * 1024
 TOO_BIG = ("That file is {size} — Telegram lets bots download files only up to 20 MB, so I cannot receive it. "
            "Send a smaller or compressed file, or a link to it.")
+TRY_AGAIN = "Sorry, I could not take that file just now; please send it again in a minute."
 UNSUPPORTED = "I can take text, photos, voice notes, audio files and documents; that kind of message I cannot read."
 
 
@@ -57,6 +60,26 @@ def too_big(size: int | None) -> str | None:
     if size is not None and size > BOT_DOWNLOAD_LIMIT:
         return TOO_BIG.format(size=_megabytes(size))
     return None
+
+
+async def take(bot, api: ApiClient, user_id: str, session: Callable[[], Awaitable[str]],
+               item: Incoming) -> list[str] | str:
+    """The file stored as an attachment of the chat's session (its id in a list), or what to tell the sender:
+    over the 20 MB bot limit (judged before any download), refused by the api, or not fetched."""
+    refused = too_big(item.size)
+    if refused is not None:
+        return refused
+    try:
+        return [(await receive(bot, api, user_id, await session(), item))["id"]]
+    except MediaRefused as exc:
+        return str(exc)
+    except BadRequest as exc:  # getFile refuses what is over the limit even when no size was announced
+        if "too big" in str(exc).lower():
+            return TOO_BIG.format(size="over 20 MB")
+        return f"Telegram would not hand me that {item.label}; please send it again."
+    except (ApiError, httpx.HTTPError, TelegramError) as exc:
+        log.warning("telegram: a %s was not stored (%s)", item.label, type(exc).__name__)
+        return TRY_AGAIN
 
 
 async def receive(bot, api: ApiClient, user_id: str, session_id: str, item: Incoming) -> dict:
@@ -125,16 +148,35 @@ def method_for(meta: dict) -> str:
     return "document"
 
 
+async def deliver(bot, api: ApiClient, item: dict, dest: str) -> None:
+    """Send a file item; one that is gone or too large for a bot fails for good (no retry would help)."""
+    try:
+        method = await send_file(bot, api, item, dest)
+    except ApiError as exc:
+        if exc.status in (404, 413):
+            raise DeliveryError(f"the file cannot be sent ({exc.code})", final=True) from exc
+        raise DeliveryError(f"the file could not be read ({exc.code})") from exc
+    except httpx.HTTPError as exc:
+        raise DeliveryError(f"the file could not be read ({type(exc).__name__})") from exc
+    log.info("telegram: delivery %s sent as %s", item["id"], method)
+
+
 async def send_file(bot, api: ApiClient, item: dict, dest: str) -> str:
-    """Send the item's attachment to chat `dest` (the caption is the item's text); the method used."""
+    """Send the item's attachment to chat `dest` (the caption is the item's text); the method used. A photo
+    Telegram refuses as a photo (its dimensions, its format) goes as a document instead."""
     meta = await api.attachment(item["user_id"], item["attachment_id"])
     data = await api.attachment_bytes(item["user_id"], item["attachment_id"], BOT_UPLOAD_LIMIT)
     method = method_for(meta)
     caption = (item.get("text") or "")[:CAPTION_LIMIT] or None
     name = str(meta.get("filename") or "file")
     if method == "photo":
-        await bot.send_photo(dest, data, caption=caption, filename=name)
-    elif method == "voice":
+        try:
+            await bot.send_photo(dest, data, caption=caption, filename=name)
+            return method
+        except BadRequest as exc:
+            log.info("telegram: a photo was refused as a photo (%s); sending it as a document", exc)
+            method = "document"
+    if method == "voice":
         await bot.send_voice(dest, data, caption=caption, filename=name)
     elif method == "audio":
         await bot.send_audio(dest, data, caption=caption, filename=name)
