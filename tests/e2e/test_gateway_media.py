@@ -7,14 +7,15 @@ from __future__ import annotations
 import base64
 import json
 import signal
-import threading
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.e2e.test_gateway_telegram import paired
 from tests.fakes.model import text, tool_call
+from tests.fakes.speech import FakeSpeech
+from tests.fakes.tts import OPUS as SPOKEN
+from tests.fakes.tts import FakeTTS
 from tests.fakes.telegram import FakeTelegram
 from tests.support.gateway import gateway_env, start_gateway
 from tests.support.processes import Stack
@@ -47,35 +48,6 @@ def pdf_with(line: str) -> bytes:
     return bytes(out)
 
 
-class Transcriber:
-    """A fake OpenAI `/audio/transcriptions` on 127.0.0.1: multipart in, `{"text": …}` out; records each call."""
-
-    def __init__(self) -> None:
-        self.calls: list[bytes] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_args) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                fake.calls.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-                body = json.dumps({"text": TRANSCRIPT}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture(scope="module")
 def telegram():
     fake = FakeTelegram().start()
@@ -85,16 +57,23 @@ def telegram():
 
 @pytest.fixture(scope="module")
 def stt():
-    server = Transcriber()
+    server = FakeSpeech(text=TRANSCRIPT).start()
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def stack(fake_model, telegram, stt):
+def tts():
+    server = FakeTTS()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def stack(fake_model, telegram, stt, tts):
     env = {**gateway_env(), "APPROVAL_MODE": "off", "TERMINAL_SANDBOX": "none", "LLM_VISION": "true",
-           "STT_BASE_URL": stt.url, "STT_MODEL": "whisper-test", "OUTBOX_BACKOFF_BASE_SECONDS": "0.2",
-           "OUTBOX_BACKOFF_MAX_SECONDS": "1"}
+           "STT_BASE_URL": stt.base_url, "STT_MODEL": "whisper-test", "TTS_BASE_URL": tts.url,
+           "OUTBOX_BACKOFF_BASE_SECONDS": "0.2", "OUTBOX_BACKOFF_MAX_SECONDS": "1"}
     s = Stack(model_url=fake_model.base_url, env_overrides=env)
     with s:
         s.start_api()
@@ -133,10 +112,11 @@ def test_a_photo_reaches_the_model_as_an_image_part_and_is_kept_in_the_workspace
 def test_a_voice_note_is_transcribed_and_answered(stack, telegram, model, stt):
     paired(stack, telegram, 5202, "Speaker")
     model.on("water the basil", text("I will remind you about the basil."))
-    before = len(stt.calls)
+    before = len(stt.received)
     telegram.user_sends(5202, "voice", OPUS)
     telegram.wait_text(5202, "I will remind you about the basil.")
-    assert len(stt.calls) == before + 1 and OPUS in stt.calls[-1] and b"whisper-test" in stt.calls[-1]
+    assert len(stt.received) == before + 1
+    assert OPUS in stt.received[-1]["body"] and b"whisper-test" in stt.received[-1]["body"]
     assert TRANSCRIPT in json.dumps(request_with(model, "water the basil").body)
     assert [p.read_bytes() for p in saved(stack, "voice_*")] == [OPUS]
 
@@ -188,6 +168,18 @@ def test_a_file_the_agent_makes_arrives_as_a_document_exactly_once_across_a_gate
     [item] = [i for i in items if i.get("attachment_id")]
     assert item["attempts"] >= 2, "refused once (429), then sent"
     assert len(telegram.sent(5204, "sendDocument")) == 2, "one refused try and one delivery, never a copy"
+
+
+def test_a_spoken_reply_arrives_as_a_voice_note(stack, telegram, model, tts):
+    paired(stack, telegram, 5208, "Listener")
+    model.on("say it out loud", tool_call([("text_to_speech", {"text": "Good night.", "path": "speech/night.ogg"})]),
+             tool_call([("send_file", {"path": "speech/night.ogg"})]), text("Said it."))
+    telegram.user_says(5208, "say it out loud")
+    telegram.wait_text(5208, "Said it.")
+    wait_until(lambda: telegram.files_sent(5208) or None, timeout=30, what="the voice note")
+    [voice] = telegram.files_sent(5208)
+    assert voice["method"] == "sendVoice" and voice["data"] == SPOKEN
+    assert tts.requests[-1]["body"]["input"] == "Good night."
 
 
 def test_a_file_over_telegrams_20_mb_bot_limit_gets_a_clear_message_and_is_never_downloaded(stack, telegram,

@@ -79,3 +79,16 @@ def test_a_file_item_goes_out_while_its_turn_still_runs_but_the_turns_text_reply
 
     asyncio.run(asyncio.wait_for(one_pass(), 10))
     assert sent == ["out_file"]
+
+
+def test_a_download_longer_than_the_bot_limit_is_cut_off_whatever_size_was_announced():
+    async def endless():
+        while True:
+            yield b"x" * (1024 * 1024)
+
+    async def drain():
+        async for _chunk in media._bounded(endless()):
+            pass
+
+    with pytest.raises(media.MediaRefused, match="20 MB"):
+        asyncio.run(drain())
