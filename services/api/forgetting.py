@@ -17,7 +17,8 @@ import redis
 from shared.messaging import cancels, events
 from shared.config import Settings
 from shared.db import Database
-from shared.errors import InvalidState
+from shared.errors import HermesError, InvalidState
+from shared.security.paths import resolve_inside
 from shared.providers import ProviderContext, ProviderManager
 from shared.stores import forget, sessions, turns, users
 from shared.stores.forget import Forgotten
@@ -91,3 +92,8 @@ def _drop_outside(r: redis.Redis, settings: Settings, user_id: str, forgotten: F
     outputs = user_root(settings, user_id) / "workspace" / ".hstack" / "outputs"
     for name in forgotten.output_files:
         (outputs / name).unlink(missing_ok=True)
+    for path in forgotten.attachment_paths:  # the files the user sent into the forgotten conversations
+        try:
+            resolve_inside(user_root(settings, user_id) / "workspace", path).unlink(missing_ok=True)
+        except (OSError, HermesError):
+            continue

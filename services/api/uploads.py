@@ -13,12 +13,12 @@ from starlette.types import Scope
 
 from shared.config import Settings
 
-_UPLOAD = re.compile(r"^/v1/sessions/[^/]+/attachments/?$")
+_UPLOAD = re.compile(r"^(/v1/sessions/[^/]+/attachments|/chat/[^/]+/upload)/?$")  # the API's, the console's
 CHAT_COMPLETIONS = "/v1/chat/completions"
 
 
 def is_upload(scope: Scope) -> bool:
-    """A POST of a raw file to a session's attachments."""
+    """A POST of a file to a session: raw to the API, or the console's upload form."""
     return scope.get("method") == "POST" and bool(_UPLOAD.match(scope.get("path", "")))
 
 

@@ -81,6 +81,7 @@ class MessagePublic(SQLModel):
     tool_call_id: str | None
     name: str | None
     created_at: datetime
+    attachments: list[str] = Field(default_factory=list)  # ids of the files a user message carried
 
 
 class MessagePage(SQLModel):

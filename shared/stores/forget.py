@@ -16,6 +16,7 @@ from sqlmodel import Session, SQLModel
 
 import shared.models  # noqa: F401  (registers every table in SQLModel.metadata)
 from shared.db import Database
+from shared.models.attachments import Attachment
 from shared.models.reviews import Review
 from shared.models.sessions import ChatSession, Message
 from shared.models.turns import TERMINAL_STATUSES, Turn
@@ -34,12 +35,14 @@ class Forgotten:
     session_ids: list[str] = field(default_factory=list)
     turn_ids: list[str] = field(default_factory=list)
     output_files: set[str] = field(default_factory=set)
+    attachment_paths: set[str] = field(default_factory=set)  # files users sent, relative to their workspace
     rows: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: "Forgotten") -> None:
         self.session_ids += other.session_ids
         self.turn_ids += other.turn_ids
         self.output_files |= other.output_files
+        self.attachment_paths |= other.attachment_paths
         for table, count in other.rows.items():
             self.rows[table] = self.rows.get(table, 0) + count
 
@@ -89,6 +92,7 @@ def _forget_session(s: Session, session_id: str) -> Forgotten:
     for content in s.scalars(select(Message.content).where(Message.session_id == session_id,
                                                            Message.content.contains(".hstack/outputs/"))):
         forgotten.output_files.update(OUTPUT_PATH.findall(content))
+    forgotten.attachment_paths.update(s.scalars(select(Attachment.path).where(Attachment.session_id == session_id)))
     for table in _tables_children_first():
         if table.name in _LAST:  # the turns subquery names them: they go after every row that refers to them
             continue

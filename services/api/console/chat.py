@@ -26,7 +26,7 @@ from shared.queue.turns import send_turn
 from services.api.routes.events import open_event_stream
 from shared.errors import HermesError, InvalidInput
 from shared.models.approvals import ApprovalScope
-from shared.stores import approvals, clarifications, sessions, todos, turns
+from shared.stores import approvals, attachments, clarifications, sessions, todos, turns
 
 router = APIRouter(include_in_schema=False)
 
@@ -47,7 +47,9 @@ def chat_session(request: Request, session_id: str, user: ConsoleUser):
     db = request.app.state.db
     chat = sessions.get_session(db, user.id, session_id)
     running = turns.open_turn(db, chat.id)
-    transcript = Transcript.of(sessions.list_messages(db, chat.id), hide_turn=running.id if running else None)
+    rows = sessions.list_messages(db, chat.id)
+    files = attachments.for_messages(db, [m.id for m in rows if m.role == "user"])
+    transcript = Transcript.of(rows, hide_turn=running.id if running else None, files=files)
     mine = approvals.for_turn(db, user.id, running.id) if running is not None else []
     asked = [q for q in clarifications.list_pending(db, user.id) if running is not None and q.turn_id == running.id]
     return render(request, "chat_session.html", active="chat", chat=chat, transcript=transcript, running=running,

@@ -123,6 +123,13 @@ async def _checked_form(request: Request, token_ok: Callable[[Request, str | Non
     return _storable(form)
 
 
+async def check_form_token(request: Request, token: str | None) -> None:
+    """A streamed form's token (the upload form reads its own body): the session's, from this origin, or 403."""
+    await load_session(request)
+    if not _same_origin(request) or not cookies.csrf_ok(request, token):
+        raise ConsoleRefusal(403, EXPIRED_FORM)
+
+
 async def console_form(request: Request) -> dict[str, str]:
     """A signed-in page's form: its token must be the one stored in this browser's session."""
     return await _checked_form(request, cookies.csrf_ok)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from shared.models.attachments import Attachment
 from shared.models.sessions import Message
 
 MAX_RESULT_CHARS = 2_000
@@ -20,12 +21,22 @@ class ToolCallView:
 
 
 @dataclass(frozen=True)
+class FileView:
+    """A file the message carried: an image shown inline, anything else a download link."""
+
+    id: str
+    kind: str
+    filename: str
+
+
+@dataclass(frozen=True)
 class MessageView:
     id: int
     role: str
     text: str
     tool_calls: list[ToolCallView] = field(default_factory=list)
     tool_name: str | None = None
+    files: list[FileView] = field(default_factory=list)
 
 
 def _call(call: dict[str, Any]) -> ToolCallView:
@@ -34,13 +45,13 @@ def _call(call: dict[str, Any]) -> ToolCallView:
                         str(function.get("arguments") or call.get("arguments") or ""))
 
 
-def view_of(message: Message) -> MessageView:
+def view_of(message: Message, files: list[Attachment] | None = None) -> MessageView:
     text = message.content or ""
     if message.role == "tool" and len(text) > MAX_RESULT_CHARS:
         text = text[:MAX_RESULT_CHARS] + " …"
     return MessageView(id=message.id, role=message.role, text=text,
                        tool_calls=[_call(c) for c in message.tool_calls or [] if isinstance(c, dict)],
-                       tool_name=message.name)
+                       tool_name=message.name, files=[FileView(f.id, f.kind, f.filename) for f in files or []])
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,10 @@ class Transcript:
     messages: list[MessageView]
 
     @classmethod
-    def of(cls, rows: list[Message], *, hide_turn: str | None = None) -> "Transcript":
-        """The stored messages, minus the running turn's (the page shows its input and streams its answer live)."""
-        return cls([view_of(m) for m in rows if m.role != "system" and (hide_turn is None or m.turn_id != hide_turn)])
+    def of(cls, rows: list[Message], *, hide_turn: str | None = None,
+           files: dict[int, list[Attachment]] | None = None) -> "Transcript":
+        """The stored messages, minus the running turn's (the page shows its input and streams its answer live);
+        `files`: the attachments of each message id."""
+        files = files or {}
+        return cls([view_of(m, files.get(m.id)) for m in rows
+                    if m.role != "system" and (hide_turn is None or m.turn_id != hide_turn)])

@@ -16,6 +16,8 @@ from starlette.concurrency import run_in_threadpool
 
 from services.api.deps import CurrentUser, DbDep, SettingsDep
 from services.api.schemas import error_responses
+from shared.config import Settings
+from shared.db import Database
 from shared.errors import NotFound
 from shared.media.inbox import InboxFile, workspace_of
 from shared.models.attachments import AttachmentPublic, AttachmentSaved
@@ -56,9 +58,14 @@ async def read_attachment(attachment_id: str, db: DbDep, user: CurrentUser) -> A
 @router.get("/v1/attachments/{attachment_id}/content", response_class=FileResponse)
 async def attachment_content(attachment_id: str, db: DbDep, settings: SettingsDep, user: CurrentUser) -> FileResponse:
     """The stored bytes, to their owner only; a file the agent has since removed is 404."""
-    row = await run_in_threadpool(attachments.get_attachment, db, user.id, attachment_id)
+    return await file_response(db, settings, user.id, attachment_id)
+
+
+async def file_response(db: Database, settings: Settings, user_id: str, attachment_id: str) -> FileResponse:
+    """The attachment's bytes for its owner (the console serves them the same way); 404 for anyone else."""
+    row = await run_in_threadpool(attachments.get_attachment, db, user_id, attachment_id)
     try:
-        path = resolve_inside(workspace_of(settings, user.id), row.path)
+        path = resolve_inside(workspace_of(settings, user_id), row.path)
     except Exception:
         raise NotFound("The attachment's file is no longer in the workspace.", code="attachment_not_found") from None
     if not path.is_file():

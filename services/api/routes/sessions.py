@@ -12,7 +12,7 @@ from shared.models.base import MAX_DB_INT
 from shared.models.sessions import MessagePage, MessagePublic, SessionPage, SessionPublic
 from shared.queue.names import END_SESSION
 from shared.queue.payloads import EndSession
-from shared.stores import sessions
+from shared.stores import attachments, sessions
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=error_responses(401, 422))
 
@@ -74,4 +74,8 @@ def list_messages(
     rows = sessions.list_messages(db, session_id, after=after, limit=limit + 1)
     page = rows[:limit]
     next_after = page[-1].id if len(rows) > limit else None
-    return MessagePage(data=[MessagePublic.model_validate(m, from_attributes=True) for m in page], next_after=next_after)
+    files = attachments.for_messages(db, [m.id for m in page if m.role == "user"])
+    data = [MessagePublic.model_validate(m, from_attributes=True) for m in page]
+    for message in data:
+        message.attachments = [f.id for f in files.get(message.id, [])]
+    return MessagePage(data=data, next_after=next_after)

@@ -190,3 +190,27 @@ def test_a_turn_naming_another_users_attachment_is_404_and_not_accepted(client, 
 def test_bad_attachment_lists_are_422(client, owner, session_id, body):
     answer = client.post(f"/v1/sessions/{session_id}/turns", headers=owner.headers, json=body)
     assert answer.status_code == 422, answer.text
+
+
+def test_forgetting_a_session_removes_its_attachments_and_their_files(client, db, settings, owner, session_id):
+    made = upload(client, owner, session_id, PNG).json()
+    client.post(f"/v1/sessions/{session_id}/turns", headers=owner.headers,
+                json={"input": "look", "attachments": [made["id"]]})
+    assert client.delete(f"/v1/sessions/{session_id}", headers=owner.headers).status_code in (200, 202, 204)
+    assert client.get(f"/v1/attachments/{made['id']}", headers=owner.headers).status_code == 404
+    assert not (workspace_of(settings, owner.id) / made["path"]).exists()
+
+
+def test_the_transcript_names_each_messages_attachments(client, db, owner, session_id):
+    from shared.stores import attachments as store
+
+    made = upload(client, owner, session_id, PNG).json()
+    turn = client.post(f"/v1/sessions/{session_id}/turns", headers=owner.headers,
+                       json={"input": "see", "attachments": [made["id"]]}).json()
+    from shared.stores import sessions as session_store
+
+    message = session_store.append_messages(db, session_id, [{"role": "user", "content": "see", "turn_id": turn["id"],
+                                                              "turn_position": 0}])[0]
+    store.link_message(db, turn["id"], message.id)  # what the worker does when it claims the turn
+    data = client.get(f"/v1/sessions/{session_id}/messages", headers=owner.headers).json()["data"]
+    assert [m["attachments"] for m in data] == [[made["id"]]]

@@ -53,7 +53,8 @@ def test_a_photo_reaches_a_seeing_model_as_an_image_part(settings, db, user, mod
     assert [p["image_url"]["url"] for p in parts] == ["data:image/png;base64," + base64.b64encode(PNG).decode()]
     said = parts and user_message(model.requests[0])["content"][0]["text"]
     assert said.startswith("what is this?") and f"{photo.path}" in said and "shown to you" in said
-    assert attachments.get_attachment(db, user.id, photo.id).message_id is not None
+    linked = attachments.get_attachment(db, user.id, photo.id).message_id
+    assert linked == [m for m in sessions.list_messages(db, session.id) if m.role == "user"][0].id
     # the next turn sends the image no more: its text still says where the file is
     assert run(db, runtime, user.id, session.id, "and now?", []).output == "Still a cat."
     assert image_parts(model.requests[1]) == [] and photo.path in json.dumps(model.requests[1].body)

@@ -28,18 +28,17 @@ def test_a_file_the_agent_sent_is_listed_and_downloads_as_an_attachment(signed_i
 
     assert f"/chat/{session_id}/sent" in signed_in.get(f"/chat/{session_id}").text
     listing = signed_in.get(f"/chat/{session_id}/sent").text
-    assert f"/chat/{session_id}/sent/{attachment_id}" in listing and "page.html" in listing
+    assert f"/chat/attachments/{attachment_id}" in listing and "page.html" in listing
     assert "<b>the report</b>" not in listing and "&lt;b&gt;the report&lt;/b&gt;" in listing
-    got = signed_in.get(f"/chat/{session_id}/sent/{attachment_id}")
+    got = signed_in.get(f"/chat/attachments/{attachment_id}")
     assert got.status_code == 200 and got.content == data
     assert got.headers["content-disposition"].startswith("attachment")
     assert got.headers["x-content-type-options"] == "nosniff"
 
 
-def test_another_users_sent_file_is_404_by_chat_or_by_id(signed_in, db, settings, user):
+def test_another_users_sent_files_are_404_by_chat_or_by_id(signed_in, db, settings, user):
     theirs, attachment_id = agent_sent(db, settings, make_user(db).id, "secret.txt", b"theirs", mime="text/plain")
     mine, _ = agent_sent(db, settings, user.id, "mine.txt", b"mine", mime="text/plain")
     assert signed_in.get(f"/chat/{theirs}/sent").status_code == 404
-    assert signed_in.get(f"/chat/{theirs}/sent/{attachment_id}").status_code == 404
-    assert signed_in.get(f"/chat/{mine}/sent/{attachment_id}").status_code == 404
-    assert signed_in.get(f"/chat/{mine}/sent/att_made_up").status_code == 404
+    assert signed_in.get(f"/chat/attachments/{attachment_id}").status_code == 404
+    assert attachment_id not in signed_in.get(f"/chat/{mine}/sent").text
