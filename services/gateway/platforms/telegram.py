@@ -6,6 +6,7 @@ one ChatRunner; commands are answered at once, even while a turn runs.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from datetime import timedelta
@@ -128,12 +129,12 @@ class TelegramPlatform:
         if item is None and media.unsupported(message):
             await message.reply_text(media.UNSUPPORTED)
             return
-        attachments = await self.take_file(runner, item, message) if item is not None else []
-        if attachments is None:
-            return
-        if not runner.submit(text, attachments):
+        if runner.full:  # said before a file is downloaded for nothing
             await message.reply_text(f"{len(runner.pending)} messages are already waiting; "
                                      "wait for the answer or /stop.")
+            return
+        # The upload starts now; the turn waits for it in its place in the chat's queue.
+        runner.submit(text, asyncio.ensure_future(self.take_file(runner, item, message)) if item else None)
 
     async def take_file(self, runner: ChatRunner, item: media.Incoming, message) -> list[str] | None:
         """The message's file stored as an attachment of the chat's session (its id in a list); None when the

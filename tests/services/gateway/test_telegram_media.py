@@ -92,3 +92,61 @@ def test_a_download_longer_than_the_bot_limit_is_cut_off_whatever_size_was_annou
 
     with pytest.raises(media.MediaRefused, match="20 MB"):
         asyncio.run(drain())
+
+
+def test_a_question_sent_while_a_photo_uploads_starts_its_turn_after_the_photos():
+    """Reproduction of a phone habit: a photo, then "what is this?" at once; the text must not overtake it."""
+    from services.gateway.conversation import ChatRunner
+
+    started: list[tuple[str, list[str]]] = []
+
+    class Api:
+        async def chat_session(self, *_a, **_k):
+            return "ses_1"
+
+        async def create_turn(self, _user, _session, text, attachments=None):
+            started.append((text, attachments))
+            return {"id": f"turn_{len(started)}"}
+
+        async def events(self, *_a):
+            return
+            yield
+
+        async def turn(self, *_a):
+            return {"status": "completed", "output": "ok"}
+
+    class Surface:
+        async def typing(self):
+            pass
+
+        async def expect(self, turn_id):
+            pass
+
+        async def final(self, text, ref, turn_id):
+            pass
+
+        def release(self, turn_id):
+            pass
+
+    async def chat():
+        runner = ChatRunner(Api(), "usr", "key", Surface())
+        uploaded = asyncio.Event()
+
+        async def slow_upload():
+            await uploaded.wait()
+            return ["att_photo"]
+
+        async def refused_upload():
+            return None  # the sender was told why; no turn
+
+        runner.submit("", asyncio.ensure_future(slow_upload()))
+        runner.submit("", asyncio.ensure_future(refused_upload()))
+        runner.submit("what is this?")
+        for _ in range(50):  # let every ready task run (no I/O here: the runner can only be waiting on the upload)
+            await asyncio.sleep(0)
+        assert started == [], "the question waits for the photo ahead of it"
+        uploaded.set()
+        await asyncio.wait_for(runner.task, 10)
+
+    asyncio.run(chat())
+    assert started == [("", ["att_photo"]), ("what is this?", [])]
