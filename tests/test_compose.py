@@ -306,7 +306,7 @@ SECRET_HOLDERS = {
     "GATEWAY_API_KEY": {"api", "gateway"},
     "LLM_API_KEY": {"worker", "reviewer"},
     "BRAVE_SEARCH_API_KEY": {"worker", "reviewer"},
-    "VISION_API_KEY": {"worker"},
+    "VISION_API_KEY": {"worker", "reviewer"},
     "STT_API_KEY": {"worker"},
     "TTS_API_KEY": {"worker"},
     "TELEGRAM_BOT_TOKEN": {"gateway"},

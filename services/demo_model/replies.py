@@ -103,6 +103,25 @@ def latest_user_text(body: dict) -> str:
     return ""
 
 
+def latest_user_images(body: dict) -> list[str]:
+    """The media types of the images the latest user message carries (OpenAI image_url data URLs, Anthropic
+    image blocks): what a scripted run shows it was sent."""
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user" and not _only_tool_results(message):
+            content = message.get("content")
+            parts = content if isinstance(content, list) else []
+            return [_image_type(part) for part in parts if isinstance(part, dict)
+                    and part.get("type") in ("image_url", "image")]
+    return []
+
+
+def _image_type(part: dict) -> str:
+    if part.get("type") == "image":
+        return str((part.get("source") or {}).get("media_type") or "image")
+    url = str((part.get("image_url") or {}).get("url") or "")
+    return url[5:].split(";", 1)[0] if url.startswith("data:") else "image (URL)"
+
+
 def usage_for(reply: Reply, body: dict, prompt: PromptUsage | None = None) -> dict:
     """The usage numbers reported for a reply: scripted ones, else the prefix cache's count (or a fresh estimate).
 

@@ -20,7 +20,8 @@ from typing import Iterator
 from services.demo_model.anthropic_wire import AnthropicWire
 from services.demo_model.openai_wire import Wire, error_body
 from services.demo_model.prefix_cache import PrefixCache
-from services.demo_model.replies import Reply, Responder, Scripted, fail, latest_user_text, text, tool_call
+from services.demo_model.replies import (Reply, Responder, Scripted, fail, latest_user_images, latest_user_text,
+                                         text, tool_call)
 
 __all__ = ["ScriptedModel", "Recorded", "Reply", "text", "tool_call", "fail"]
 
@@ -40,8 +41,10 @@ class Recorded:
 
 
 def echo(body: dict) -> Reply:
-    """The answer when nothing is scripted."""
-    return text(f"You said: {latest_user_text(body)}")
+    """The answer when nothing is scripted (naming the images it was sent, if any)."""
+    images = latest_user_images(body)
+    seen = f" [saw {len(images)} image(s): {', '.join(images)}]" if images else ""
+    return text(f"You said: {latest_user_text(body)}{seen}")
 
 
 class _Server(ThreadingHTTPServer):

@@ -28,8 +28,12 @@ router = APIRouter(tags=["attachments"], responses=error_responses(401, 404))
 MAX_HEADER_NAME = 4096
 
 
+UPLOAD_BODY = {"requestBody": {"required": True, "content": {
+    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}}
+
+
 @router.post("/v1/sessions/{session_id}/attachments", status_code=201, response_model=AttachmentSaved,
-             responses=error_responses(413, 415, 422))
+             responses=error_responses(413, 415, 422), openapi_extra=UPLOAD_BODY)
 async def upload(session_id: str, request: Request, db: DbDep, settings: SettingsDep, user: CurrentUser,
                  x_filename: Annotated[str | None, Header()] = None) -> AttachmentSaved:
     """Stream the raw body into `inbox/<date>/` of the caller's workspace; the name comes from X-Filename

@@ -149,3 +149,10 @@ def test_vision_analyze_refuses_what_is_not_an_image_in_the_workspace(settings, 
     results = [m["content"] for m in model.requests[2].body["messages"] if m["role"] == "tool"]
     assert "is not a PNG, JPEG, GIF or WebP image" in results[-2] and "outside the workspace" in results[-1]
     assert len(model.requests) == 3  # the vision model was never asked
+
+
+def test_the_scripted_models_echo_says_which_images_it_saw(settings, db, user, model, make_runtime):
+    session = make_session(db, user.id)
+    photo = attach(settings, db, user.id, session.id, PNG, "cat.png")
+    done = run(db, make_runtime(llm_vision=True), user.id, session.id, "look", [photo])
+    assert done.output.endswith("[saw 1 image(s): image/png]")
