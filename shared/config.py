@@ -200,6 +200,10 @@ class Settings(BaseSettings):
     stt_model: str = Field("whisper-1", alias="STT_MODEL")
     stt_api_key: SecretStr | None = Field(None, alias="STT_API_KEY")
     stt_timeout_seconds: float = Field(120.0, gt=0, alias="STT_TIMEOUT_SECONDS")
+    tts_base_url: str | None = Field(None, alias="TTS_BASE_URL")
+    tts_model: str = Field("tts-1", alias="TTS_MODEL")
+    tts_voice: str = Field("alloy", alias="TTS_VOICE")
+    tts_api_key: SecretStr | None = Field(None, alias="TTS_API_KEY")
 
     console_secret: SecretStr | None = Field(None, alias="CONSOLE_SECRET")
     console_session_hours: float = Field(12.0, gt=0, le=24 * 90, alias="CONSOLE_SESSION_HOURS")
@@ -276,7 +280,7 @@ class Settings(BaseSettings):
         out = []
         for value in (self.admin_api_key, self.llm_api_key, self.metrics_token, self.gateway_api_key,
                       self.telegram_bot_token, self.console_secret, self.redis_password, self.vision_api_key,
-                      self.stt_api_key, self.embeddings_api_key):
+                      self.stt_api_key, self.tts_api_key, self.embeddings_api_key):
             if value is not None and len(value.get_secret_value()) >= 6:
                 out.append(value.get_secret_value())
         return out

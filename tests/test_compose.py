@@ -309,6 +309,7 @@ SECRET_HOLDERS = {
     "VISION_API_KEY": {"worker", "reviewer"},
     "STT_API_KEY": {"worker"},
     "EMBEDDINGS_API_KEY": {"api", "worker", "reviewer"},
+    "TTS_API_KEY": {"worker"},
     "TELEGRAM_BOT_TOKEN": {"gateway"},
     "DATABASE_URL": {"migrate", "api", "worker", "reviewer", "curator"},
     "REDIS_URL": {"api", "worker", "reviewer", "curator"},

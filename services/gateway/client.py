@@ -90,8 +90,42 @@ class ApiClient:
 
     # -- turns, as the user ---------------------------------------------------------------------------
 
-    async def create_turn(self, user_id: str, session_id: str, text: str) -> dict:
-        return await self.call("POST", f"/v1/sessions/{session_id}/turns", user_id=user_id, json_body={"input": text})
+    async def create_turn(self, user_id: str, session_id: str, text: str,
+                          attachments: list[str] | None = None) -> dict:
+        """A turn of the session with `text` and the ids of files uploaded to it first (`upload`)."""
+        body: dict[str, Any] = {"input": text, **({"attachments": attachments} if attachments else {})}
+        return await self.call("POST", f"/v1/sessions/{session_id}/turns", user_id=user_id, json_body=body)
+
+    # -- files, as the user ---------------------------------------------------------------------------
+
+    async def upload(self, user_id: str, session_id: str, filename: str, chunks: AsyncIterator[bytes]) -> dict:
+        """Stream a file into the session's attachments: `{id, kind, filename, mime, size, path}`. Never retried:
+        the body is a stream that cannot be replayed (the caller asks the sender to try again)."""
+        headers = {ACT_AS_HEADER: user_id, "X-Filename": _header_safe(filename),
+                   "Content-Type": "application/octet-stream"}
+        response = await self._http.post(f"/v1/sessions/{session_id}/attachments", content=chunks, headers=headers,
+                                         timeout=httpx.Timeout(30.0, read=300.0, write=300.0))
+        if response.status_code >= 400:
+            raise _error(response)
+        return response.json()
+
+    async def attachment(self, user_id: str, attachment_id: str) -> dict:
+        return await self.call("GET", f"/v1/attachments/{attachment_id}", user_id=user_id)
+
+    async def attachment_bytes(self, user_id: str, attachment_id: str, limit: int) -> bytes:
+        """The file's bytes (at most `limit`: a bot upload is bounded), read as the user who owns it."""
+        headers = {ACT_AS_HEADER: user_id}
+        async with self._http.stream("GET", f"/v1/attachments/{attachment_id}/content", headers=headers,
+                                     timeout=httpx.Timeout(30.0, read=120.0)) as response:
+            if response.status_code >= 400:
+                await response.aread()
+                raise _error(response)
+            data = bytearray()
+            async for chunk in response.aiter_bytes():
+                data += chunk
+                if len(data) > limit:
+                    raise ApiError(413, "attachment_too_large", f"over {limit} bytes")
+            return bytes(data)
 
     async def turn(self, user_id: str, turn_id: str) -> dict:
         return await self.call("GET", f"/v1/turns/{turn_id}", user_id=user_id)
@@ -113,8 +147,8 @@ class ApiClient:
         return await self.call("POST", f"/v1/clarifications/{clarification_id}", user_id=user_id,
                                json_body={"choice": choice})
 
-    async def stream_turn(self, user_id: str, session_id: str, text: str,
-                          on_accepted: Callable[[str], Awaitable[None]]) -> AsyncIterator[Event]:
+    async def stream_turn(self, user_id: str, session_id: str, text: str, on_accepted: Callable[[str], Awaitable[None]],
+                          attachments: list[str] | None = None) -> AsyncIterator[Event]:
         """Post a turn with `Accept: text/event-stream` and yield its events from the same response: one request
         where a POST then a GET took two. `on_accepted(turn_id)` runs as soon as the api named the turn (its
         X-Turn-Id header), before any event. A refusal raises ApiError as `create_turn` does (a moment's 429 or
@@ -122,7 +156,8 @@ class ApiClient:
         the last event id."""
         path = f"/v1/sessions/{session_id}/turns"
         headers = {ACT_AS_HEADER: user_id, "Accept": "text/event-stream"}
-        response = await self._open_stream(path, headers, {"input": text})
+        body: dict[str, Any] = {"input": text, **({"attachments": attachments} if attachments else {})}
+        response = await self._open_stream(path, headers, body)
         turn_id, last_id = response.headers.get("x-turn-id"), None
         try:
             if not turn_id:
@@ -206,6 +241,12 @@ class ApiClient:
                             retry_in: float | None = None, give_up: bool = False) -> dict:
         body = {"ok": ok, "error": (error or None) and error[:500], "retry_in_seconds": retry_in, "give_up": give_up}
         return await self.call("POST", f"/v1/gateway/outbox/{item_id}", json_body=body)
+
+
+def _header_safe(name: str) -> str:
+    """A file name fit for an HTTP header (the api sanitises it again): printable ASCII, bounded."""
+    cleaned = "".join(c if 32 <= ord(c) < 127 else "_" for c in name).strip()
+    return cleaned[:255] or "file"
 
 
 def _transient_wait(response: httpx.Response) -> float | None:

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable
 from typing import Protocol
 
 from services.gateway.client import ApiClient, ApiError
@@ -46,7 +47,7 @@ class ChatRunner:
     def __init__(self, api: ApiClient, user_id: str, key: str, surface: Surface) -> None:
         self.api, self.user_id, self.key, self.surface = api, user_id, key, surface
         self.session_id: str | None = None
-        self.pending: deque[str] = deque()
+        self.pending: deque[tuple[str, list[str] | Awaitable[list[str] | None]]] = deque()  # (text, files)
         self.current: str | None = None
         self.approvals: list[str] = []
         self.task: asyncio.Task | None = None
@@ -57,14 +58,20 @@ class ChatRunner:
             self.session_id = await self.api.chat_session(self.user_id, self.key, fresh=fresh)
         return self.session_id
 
-    def submit(self, text: str) -> bool:
-        """Queue a message as the next turn; False when MAX_QUEUED already wait."""
-        if len(self.pending) >= MAX_QUEUED:
+    def submit(self, text: str, attachments: "list[str] | Awaitable[list[str] | None] | None" = None) -> bool:
+        """Queue a message as the next turn; False when MAX_QUEUED already wait. `attachments` are the ids of its
+        files, or the upload still under way (its ids, None when the sender was told it failed): the turn waits
+        for it in its place, so a question sent right after a photo is never asked before the photo arrives."""
+        if self.full:
             return False
-        self.pending.append(text)
+        self.pending.append((text, attachments if isinstance(attachments, Awaitable) else list(attachments or ())))
         if self.task is None or self.task.done():
             self.task = asyncio.create_task(self._drain())
         return True
+
+    @property
+    def full(self) -> bool:
+        return len(self.pending) >= MAX_QUEUED
 
     @property
     def busy(self) -> bool:
@@ -96,18 +103,22 @@ class ChatRunner:
 
     async def _drain(self) -> None:
         while self.pending:
-            text = self.pending.popleft()
+            text, files = self.pending.popleft()
             try:
-                await self._run(text)
+                attachments = await files if isinstance(files, Awaitable) else files
+                if attachments is None:
+                    continue  # the file was refused and the sender told why: no turn
+                await self._run(text, attachments)
             except Exception:
                 log.exception("a turn of %s failed in the gateway", self.key)
                 await self.surface.notice("Sorry, something went wrong on my side; please try again.")
             finally:
                 self.current = None
 
-    async def _run(self, text: str) -> None:
-        """Post the turn and follow its events in the same response (the streaming POST), then hand over the
-        answer; the chat shows the agent typing from the moment the message is sent."""
+    async def _run(self, text: str, attachments: list[str] | None = None) -> None:
+        """Post the turn (with the ids of the files uploaded for it) and follow its events in the same response
+        (the streaming POST), then hand over the answer; the chat shows the agent typing from the moment the
+        message is sent."""
         session_id = await self.session()
         typing = asyncio.create_task(self._keep_typing())
         ref, shown, turn_id = None, "", None
@@ -118,7 +129,7 @@ class ChatRunner:
             await self.surface.expect(named)
 
         try:
-            async for event in self.api.stream_turn(self.user_id, session_id, text, accepted):
+            async for event in self.api.stream_turn(self.user_id, session_id, text, accepted, attachments):
                 if event.type == "message.delta":
                     shown += str(event.data.get("delta", ""))
                     ref = await self.surface.preview(shown, ref)

@@ -1,6 +1,7 @@
 """Delivery through the outbox: a reply is recorded through the api before its first send, and retried with
 backoff (the platform's retry-after when it names one) until sent or finally failed; after a restart every
-unsent reply is picked up again.
+unsent reply is picked up again. A file the agent sends (send_file) is an item of its own, recorded by the worker
+with its caption as text: the loop sends it as soon as it is due, whether or not its turn still runs.
 
 A reply to a turn is recorded when the turn starts (no text yet). The conversation that runs the turn fills
 in the text and sends that same item; after a restart nobody runs it, so the outbox loop asks the api how the
@@ -129,7 +130,8 @@ class Delivery:
                     log.warning("could not settle awaited replies (%s)", type(exc).__name__)
             try:
                 for item in await self.gateway.api.outbox_due():
-                    if item.get("turn_id") not in self.live:  # its conversation sends it (editing its preview)
+                    # A turn's text reply is its conversation's to send (editing its preview); a file goes now
+                    if item.get("attachment_id") or item.get("turn_id") not in self.live:
                         asyncio.create_task(self.attempt(item))
             except Exception as exc:
                 log.warning("could not read the outbox (%s)", type(exc).__name__)

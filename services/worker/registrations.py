@@ -17,7 +17,8 @@ from services.worker.hooks import Hooks
 from services.worker.review import embed
 from services.worker.review.trigger import on_turn_finished
 from services.worker.tools import (
-    clarify, cronjob, delegate, files, mcp_loader, patch, session_search, terminal, todo, vision, web,
+    clarify, cronjob, delegate, files, mcp_loader, patch, send_file, session_search, speech, terminal, todo, vision,
+    web,
 )
 from services.worker.tools import memory as memory_tool
 from services.worker.tools import skills as skill_tools
@@ -48,6 +49,8 @@ def register_tools(tools: ToolRegistry | None = None) -> ToolRegistry:
     # Offered only to a user with MCP servers; their tools join the turn when loaded (mcp_client/tools.py).
     tools.add(mcp_loader.MCP_TOOLS, toolset="mcp", read_only=True)
     tools.add(vision.VISION_ANALYZE, toolset="vision", read_only=True)
+    tools.add(send_file.SEND_FILE, toolset="chat")  # offered only where a chat continues the session (toolsets.py)
+    tools.add(speech.TEXT_TO_SPEECH, toolset="speech")  # offered only when TTS_BASE_URL is set
     return tools
 
 

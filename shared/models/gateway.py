@@ -98,6 +98,8 @@ class OutboxItem(SQLModel, table=True):
     turn_id: str | None = Field(default=None, max_length=40)
     # None while the turn still runs: recorded when the turn starts, so a restart mid-turn still delivers it
     text: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # A file to send (its text is the caption): an attachment the agent sent with send_file
+    attachment_id: str | None = Field(default=None, max_length=40)
     status: str = Field(default="pending", max_length=16, index=True)  # pending | sent | failed
     attempts: int = Field(default=0, nullable=False)
     last_error: str | None = Field(default=None, max_length=500)
@@ -246,6 +248,7 @@ class OutboxPublic(BaseModel):
     chat_id: str
     turn_id: str | None
     text: str | None
+    attachment_id: str | None = None
     status: str
     attempts: int
     last_error: str | None

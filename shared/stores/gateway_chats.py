@@ -39,3 +39,14 @@ def sessions_of(db: Database, user_id: str) -> list[ChatSession]:
     with db.read() as s:
         return list(s.exec(select(ChatSession).join(GatewayChat, GatewayChat.session_id == ChatSession.id)
                            .where(GatewayChat.user_id == user_id)))
+
+
+def chat_target(db: Database, session_id: str) -> tuple[str, str] | None:
+    """(outbox target, chat id) of the chat this session talks to — `("telegram:<chat>", "<chat>")` — or None
+    for a session no chat continues (plain API sessions, the OpenAI endpoint, cron jobs, webhooks)."""
+    with db.read() as s:
+        row = s.exec(select(GatewayChat).where(GatewayChat.session_id == session_id)).first()
+    parts = row.key.split("|", 1)[-1].split(":") if row is not None else []
+    if len(parts) >= 5 and parts[2] == "telegram" and parts[4].lstrip("-").isdigit():
+        return f"telegram:{parts[4]}", parts[4]
+    return None

@@ -1,6 +1,8 @@
 """A fake Telegram Bot API over real HTTP, in the real wire format: `{base}/bot{token}/{method}`, form or JSON
 parameters in, `{"ok": true, "result": …}` out. It records every call and lets a test inject user messages
-and button presses, and make the next sends fail (429 with retry_after, 5xx)."""
+(text, photos, voice notes, audio, documents: served by getFile and `{base}/file/bot{token}/<path>` like the real
+API, which refuses files over 20 MB to bots) and button presses, and make the next sends fail (429 with
+retry_after, 5xx). Files the bot sends (sendPhoto, sendVoice, sendAudio, sendDocument) are kept with their bytes."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from urllib.parse import parse_qsl
 from tests.support.env import free_port
 from tests.support.waiting import wait_until
 
+BOT_DOWNLOAD_LIMIT = 20 * 1024 * 1024
 BOT = {"id": 777000, "is_bot": True, "first_name": "Hermes", "username": "hermes_test_bot",
        "can_join_groups": True, "can_read_all_group_messages": False, "supports_inline_queries": False}
 
@@ -39,6 +42,8 @@ class FakeTelegram:
         self.next_message = 1000
         self.messages: dict[int, dict] = {}  # message_id -> what the bot shows now
         self.failures: list[tuple[str, int, int | None]] = []  # (method, status, retry_after)
+        self.files: dict[str, tuple[str, bytes]] = {}  # file_id -> (file_path, bytes) users sent
+        self.received: list[dict] = []  # files the bot sent: method, chat_id, filename, data, caption
         self.cond = threading.Condition()
         self.server: ThreadingHTTPServer | None = None
 
@@ -91,6 +96,45 @@ class FakeTelegram:
                  "message": message, "chat_instance": "ci", "data": data}
         return self._push({"callback_query": query})
 
+    def user_sends(self, user_id: int, kind: str, data: bytes, *, caption: str | None = None,
+                   file_name: str | None = None, announced_size: int | None = None, mime: str | None = None,
+                   first_name: str = "Ann") -> str:
+        """A user sends a file: `kind` photo, voice, audio or document (`announced_size` as Telegram reports it,
+        default the real size; a file over 20 MB is announced but never stored, as the real API will not serve it).
+        The file's id (a photo's largest size)."""
+        n = self._message_id()
+        file_id, size = f"file{n}", len(data) if announced_size is None else announced_size
+        if size <= BOT_DOWNLOAD_LIMIT:
+            with self.cond:
+                self.files[file_id] = (f"{kind}s/file_{n}", data)
+        entry = {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": size}
+        if kind == "photo":
+            media: Any = [{**entry, "file_id": f"{file_id}s", "file_size": min(size, 100), "width": 90, "height": 90},
+                          {**entry, "width": 1280, "height": 960}]
+        elif kind == "voice":
+            media = {**entry, "duration": 3, "mime_type": mime or "audio/ogg"}
+        elif kind == "audio":
+            media = {**entry, "duration": 30, "mime_type": mime or "audio/mpeg", **({"file_name": file_name} if file_name else {})}
+        else:
+            media = {**entry, "mime_type": mime or "application/octet-stream", **({"file_name": file_name} if file_name else {})}
+        chat = {"id": user_id, "type": "private", "first_name": first_name}
+        message = {"message_id": n, "date": int(time.time()), "chat": chat, kind: media,
+                   "from": {"id": user_id, "is_bot": False, "first_name": first_name},
+                   **({"caption": caption} if caption else {})}
+        self._push({"message": message})
+        return file_id
+
+    def fetched(self, file_id: str) -> bool:
+        """Whether the bot asked for this file (getFile) or downloaded it."""
+        with self.cond:
+            path = self.files.get(file_id, ("\0", b""))[0]
+            return any((c.method == "getFile" and c.params.get("file_id") == file_id)
+                       or (c.method == "download" and c.params.get("file_path") == path) for c in self.calls)
+
+    def files_sent(self, chat_id: int) -> list[dict]:
+        with self.cond:
+            return [f for f in self.received if str(f["chat_id"]) == str(chat_id)]
+
     def fail_next(self, method: str, status: int, retry_after: int | None = None, times: int = 1) -> None:
         with self.cond:
             self.failures.extend([(method, status, retry_after)] * times)
@@ -130,6 +174,8 @@ class FakeTelegram:
         return update_id
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        if handler.path.startswith(f"/file/bot{self.token}/"):
+            return self._download(handler, handler.path[len(f"/file/bot{self.token}/"):])
         prefix = f"/bot{self.token}/"
         if not handler.path.startswith(prefix):
             return self._reply(handler, 401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
@@ -149,7 +195,23 @@ class FakeTelegram:
         answer = getattr(self, f"_m_{method}", None)
         if answer is None:
             return self._reply(handler, 404, {"ok": False, "error_code": 404, "description": "Not Found"})
-        return self._reply(handler, 200, {"ok": True, "result": answer(params)})
+        try:
+            result = answer(params)
+        except _Refused as exc:
+            return self._reply(handler, exc.status, {"ok": False, "error_code": exc.status, "description": str(exc)})
+        return self._reply(handler, 200, {"ok": True, "result": result})
+
+    def _download(self, handler: BaseHTTPRequestHandler, file_path: str) -> None:
+        with self.cond:
+            self.calls.append(Call("download", {"file_path": file_path}))
+            data = next((d for p, d in self.files.values() if p == file_path), None)
+        if data is None:
+            return self._reply(handler, 404, {"ok": False, "error_code": 404, "description": "Not Found"})
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/octet-stream")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
 
     @staticmethod
     def _reply(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
@@ -187,6 +249,41 @@ class FakeTelegram:
                 self.cond.wait(max(0.0, deadline - time.monotonic()))
             return list(self.updates[: int(p.get("limit") or 100)])
 
+    def _m_getFile(self, p):
+        with self.cond:
+            stored = self.files.get(p["file_id"])
+        if stored is None:  # the real API: "Bad Request: file is too big" past 20 MB
+            raise _Refused(400, "Bad Request: file is too big")
+        return {"file_id": p["file_id"], "file_unique_id": f"u{p['file_id']}", "file_size": len(stored[1]),
+                "file_path": stored[0]}
+
+    def _file_sent(self, method: str, field_name: str, p: dict) -> dict:
+        data = p.get(field_name)
+        data = data.encode() if isinstance(data, str) else data
+        chat_id = int(p["chat_id"])
+        message = {"message_id": self._message_id(), "date": int(time.time()),
+                   "chat": {"id": chat_id, "type": "private" if chat_id > 0 else "group"}, "from": BOT}
+        with self.cond:
+            self.received.append({"method": method, "chat_id": chat_id, "data": data, "caption": p.get("caption"),
+                                  "filename": p.get(f"{field_name}__filename")})
+        entry = {"file_id": f"sent{message['message_id']}", "file_unique_id": f"us{message['message_id']}",
+                 "file_size": len(data or b"")}
+        media: Any = [{**entry, "width": 1, "height": 1}] if field_name == "photo" else {**entry, "duration": 1} \
+            if field_name in ("voice", "audio") else entry
+        return {**message, field_name: media, **({"caption": p["caption"]} if p.get("caption") else {})}
+
+    def _m_sendPhoto(self, p):
+        return self._file_sent("sendPhoto", "photo", p)
+
+    def _m_sendVoice(self, p):
+        return self._file_sent("sendVoice", "voice", p)
+
+    def _m_sendAudio(self, p):
+        return self._file_sent("sendAudio", "audio", p)
+
+    def _m_sendDocument(self, p):
+        return self._file_sent("sendDocument", "document", p)
+
     def _m_sendMessage(self, p):
         chat_id = int(p["chat_id"])
         message = {"message_id": self._message_id(), "date": int(time.time()),
@@ -212,6 +309,12 @@ class FakeTelegram:
             return {k: v for k, v in shown.items() if k != "reply_markup" or v}
 
 
+class _Refused(Exception):
+    def __init__(self, status: int, description: str) -> None:
+        super().__init__(description)
+        self.status = status
+
+
 def _json(value: Any) -> Any:
     if isinstance(value, str):
         try:
@@ -229,6 +332,11 @@ def _params(handler: BaseHTTPRequestHandler) -> dict[str, Any]:
         return json.loads(raw or b"{}")
     if "multipart/form-data" in kind:
         message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {kind}\r\n\r\n".encode() + raw)
-        return {part.get_param("name", header="content-disposition"): part.get_content()
-                for part in message.iter_parts()}
+        params: dict[str, Any] = {}
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            params[name] = part.get_content()
+            if part.get_filename():
+                params[f"{name}__filename"] = part.get_filename()
+        return params
     return dict(parse_qsl(raw.decode()))

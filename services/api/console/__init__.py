@@ -13,7 +13,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from services.api.console import chat, conversation_data, cron, learning, mcp, memory, owner, search, signin, skills
-from services.api.console import uploads
+from services.api.console import sent_files, uploads
 from services.api.console import errors
 from services.api.console.headers import SecurityHeaders
 from services.api.console.paths import STATIC_PREFIX
@@ -21,7 +21,8 @@ from services.api.console.paths import STATIC_PREFIX
 STATIC = Path(__file__).parent / "static" / "console"
 
 router = APIRouter(include_in_schema=False)
-for _module in (signin, conversation_data, uploads, chat, search, memory, skills, learning, cron, mcp, owner):
+for _module in (signin, conversation_data, uploads, sent_files, chat, search, memory, skills, learning, cron, mcp,
+                owner):
     router.include_router(_module.router)
 
 

@@ -6,6 +6,7 @@ one ChatRunner; commands are answered at once, even while a turn runs.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from datetime import timedelta
@@ -22,6 +23,7 @@ from services.gateway.client import ApiError
 from services.gateway.context import Gateway
 from services.gateway.conversation import ChatRunner, Throttle
 from services.gateway.delivery import DeliveryError
+from services.gateway.platforms import telegram_media as media
 from services.gateway.platforms import telegram_ui as ui
 from services.gateway.text import TELEGRAM_LIMIT, split
 
@@ -29,6 +31,9 @@ log = logging.getLogger(__name__)
 
 IDENTITY_TTL_SECONDS = 60.0
 TRY_AGAIN = "Sorry, I could not take that message just now; please send it again in a minute."
+# Text and every file kind; the kinds the agent cannot take are answered (media.UNSUPPORTED), not ignored.
+TAKEN = (filters.TEXT | filters.PHOTO | filters.VOICE | filters.AUDIO | filters.Document.ALL | filters.VIDEO
+         | filters.VIDEO_NOTE | filters.Sticker.ALL | filters.ANIMATION)
 
 
 def create(gateway: Gateway) -> "TelegramPlatform | None":
@@ -46,7 +51,7 @@ class TelegramPlatform:
         base = gateway.settings.telegram_api_url.rstrip("/")
         self.app = (Application.builder().token(token).base_url(f"{base}/bot").base_file_url(f"{base}/file/bot")
                     .concurrent_updates(True).build())
-        self.app.add_handler(MessageHandler(filters.TEXT, self.on_message))
+        self.app.add_handler(MessageHandler(TAKEN, self.on_message))
         self.app.add_handler(CallbackQueryHandler(self.on_callback))
         self.app.add_error_handler(self.on_error)
         self.runners: dict[str, ChatRunner] = {}
@@ -101,7 +106,10 @@ class TelegramPlatform:
 
     async def on_message(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
         message, sender = update.effective_message, update.effective_user
-        if message is None or sender is None or sender.is_bot or not message.text:
+        item = media.incoming(message) if message is not None else None
+        if message is None or sender is None or sender.is_bot:
+            return
+        if not message.text and item is None and not media.unsupported(message):
             return
         try:
             who = await self.bound_user(sender)
@@ -114,12 +122,28 @@ class TelegramPlatform:
             return
         user_id, name = who
         runner = self.runner_for(update, user_id)
-        text = message.text.strip()
-        if text.startswith("/"):
+        text = (message.text or message.caption or "").strip()
+        if message.text and text.startswith("/"):
             await self.command(runner, name, sender, text, message)
-        elif not runner.submit(text):
+            return
+        if item is None and media.unsupported(message):
+            await message.reply_text(media.UNSUPPORTED)
+            return
+        if runner.full:  # said before a file is downloaded for nothing
             await message.reply_text(f"{len(runner.pending)} messages are already waiting; "
                                      "wait for the answer or /stop.")
+            return
+        # The upload starts now; the turn waits for it in its place in the chat's queue.
+        runner.submit(text, asyncio.ensure_future(self.take_file(runner, item, message)) if item else None)
+
+    async def take_file(self, runner: ChatRunner, item: media.Incoming, message) -> list[str] | None:
+        """The message's file stored as an attachment of the chat's session (its id in a list); None when the
+        sender was told why not (over Telegram's 20 MB bot limit — checked before downloading — or refused)."""
+        taken = await media.take(self.bot, self.gateway.api, runner.user_id, runner.session, item)
+        if isinstance(taken, str):
+            await message.reply_text(taken)
+            return None
+        return taken
 
     async def command(self, runner: ChatRunner, name: str, sender, text: str, message) -> None:
         """Commands act at once, never queued behind a turn."""
@@ -251,9 +275,12 @@ class TelegramPlatform:
     # -- delivery --------------------------------------------------------------------------------------------
 
     async def send(self, dest: str, item: dict, ref: str | None = None) -> None:
-        """A final reply: the streamed preview edited to the first part, the rest as new messages."""
+        """A final reply: the streamed preview edited to the first part, the rest as new messages; or a file."""
         chunks = split(item["text"])
         try:
+            if item.get("attachment_id"):
+                await media.deliver(self.bot, self.gateway.api, item, dest)
+                return
             if ref is not None:
                 try:
                     await self.bot.edit_message_text(chunks[0], chat_id=dest, message_id=int(ref))

@@ -138,7 +138,9 @@ def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required}
 
 
-_PATH = {"type": "string", "description": "Path relative to the workspace."}
+# WORKSPACE_NOTE (read_file's guidance, in every prompt that offers file tools) says paths are workspace-relative:
+# saying it again in each tool's schema cost the first call ~235 bytes.
+_PATH = {"type": "string"}
 
 READ_FILE = Tool(
     name="read_file",

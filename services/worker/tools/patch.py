@@ -95,7 +95,7 @@ PATCH = Tool(
         "differences in whitespace, indentation, escapes and typographic quotes, but old_string must match exactly "
         "one place unless replace_all is true. On no match the closest lines are shown."),
     parameters={"type": "object", "properties": {
-        "path": {"type": "string", "description": "Path relative to the workspace."},
+        "path": {"type": "string"},
         "old_string": {"type": "string", "description": "The text to find, copied from the file (no line numbers)."},
         "new_string": {"type": "string", "description": "The replacement text; may be empty to delete."},
         "replace_all": {"type": "boolean", "description": "Replace every match instead of exactly one.",

@@ -3,7 +3,8 @@
 A chat, the OpenAI endpoint and the api get every offered tool. A signed webhook route acts for its owner on
 text an outside system sent, so its turns get the read-only tools (files read, searches, skills read, the
 web) and only the further toolsets WEBHOOK_TOOLSETS and the route's own `toolsets` name: no terminal and no
-memory writes by default.
+memory writes by default. The `chat` toolset (send_file) is offered only in sessions a chat continues: with
+no chat to send to, the tool could only fail, and a plain API session's first call stays as small as before.
 
 A child agent's session (`delegate_task`) gets every offered tool but those of CHILD_EXCLUDED_TOOLSETS: no
 memory writes, no further delegation (depth 1), no questions to a user nobody watches, no files sent to the chat,
@@ -16,11 +17,12 @@ from shared.config import Settings
 from shared.db import Database
 from shared.models.delegations import CHILD_SOURCE
 from shared.models.sessions import ChatSession
-from shared.stores import webhook_routes
+from shared.stores import gateway_chats, webhook_routes
 from services.worker.tools.registry import ToolRegistry
 
 WEBHOOK_SOURCE = "webhook"
-CHILD_EXCLUDED_TOOLSETS = ("memory", "delegate", "clarify", "send_file", "cronjob")
+CHAT_TOOLSET = "chat"
+CHILD_EXCLUDED_TOOLSETS = ("memory", "delegate", "clarify", CHAT_TOOLSET, "cronjob")
 
 
 def toolset_names(raw: str) -> list[str]:
@@ -40,4 +42,7 @@ def tools_for_session(tools: ToolRegistry, settings: Settings, db: Database, ses
     """What a turn of `session` (and its review, which offers the same list) is offered: the tools these settings
     can serve, narrowed by the session's source."""
     route = webhook_routes.toolsets_of_session(db, session.id) if session.source == WEBHOOK_SOURCE else ""
-    return tools_for_source(tools.offered(settings), session.source, settings, route)
+    offered = tools.offered(settings)
+    if any(t.toolset == CHAT_TOOLSET for t in offered) and gateway_chats.chat_target(db, session.id) is None:
+        offered = ToolRegistry(t for t in offered if t.toolset != CHAT_TOOLSET)
+    return tools_for_source(offered, session.source, settings, route)

@@ -10,7 +10,7 @@ import sqlmodel
 import shared.models.base
 
 revision = "0025_delegation"
-down_revision = "0023_attachments"
+down_revision = "0024_outbox_attachments"
 branch_labels = None
 depends_on = None
 

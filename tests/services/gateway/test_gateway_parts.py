@@ -96,7 +96,7 @@ def test_a_review_notice_reaches_the_chat_as_one_line_before_the_answer():
         async def chat_session(self, *_a, **_k):
             return "ses_1"
 
-        async def stream_turn(self, _user, _session, _text, accepted):
+        async def stream_turn(self, _user, _session, _text, accepted, _attachments=None):
             await accepted("turn_1")
             for kind, data in (("turn.started", {}),
                                ("review.completed", {"summary": "Self-improvement review: saved to memory"}),
