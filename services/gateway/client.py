@@ -158,23 +158,20 @@ class ApiClient:
         headers = {ACT_AS_HEADER: user_id, "Accept": "text/event-stream"}
         body: dict[str, Any] = {"input": text, **({"attachments": attachments} if attachments else {})}
         response = await self._open_stream(path, headers, body)
-        turn_id, last_id = response.headers.get("x-turn-id"), None
+        turn_id, relay = response.headers.get("x-turn-id"), _Relay(None)
         try:
             if not turn_id:
                 raise ApiError(502, "no_turn_id", "The api streamed a turn without naming it.")
             await on_accepted(turn_id)
-            async for event in _parse_sse(response.aiter_lines()):
-                if event.type == "error":
-                    break
-                last_id = event.id or last_id
+            async for event in relay.read(response):
                 yield event
-                if event.type in TERMINAL_EVENTS:
-                    return
+            if relay.ended:
+                return
         except httpx.TransportError as exc:
             log.warning("the streamed turn %s dropped (%s); resuming", turn_id, type(exc).__name__)
         finally:
             await response.aclose()
-        async for event in self.events(user_id, turn_id, after=last_id):
+        async for event in self.events(user_id, turn_id, after=relay.last_id):
             yield event
 
     async def _open_stream(self, path: str, headers: dict, body: Any) -> httpx.Response:
@@ -202,22 +199,19 @@ class ApiClient:
     async def events(self, user_id: str, turn_id: str, *, after: str | None = None) -> AsyncIterator[Event]:
         """The turn's events (after the event id `after`, else from the start) to its terminal one, resuming
         with Last-Event-ID when the stream drops."""
-        last_id: str | None = after
+        relay = _Relay(after)
         for _attempt in range(STREAM_RECONNECTS):
-            headers = {ACT_AS_HEADER: user_id, **({"Last-Event-ID": last_id} if last_id else {})}
+            headers = {ACT_AS_HEADER: user_id, **({"Last-Event-ID": relay.last_id} if relay.last_id else {})}
             try:
                 async with self._http.stream("GET", f"/v1/turns/{turn_id}/events", headers=headers,
                                              timeout=httpx.Timeout(30.0, read=120.0)) as response:
                     if response.status_code >= 400:
                         await response.aread()
                         raise _error(response)
-                    async for event in _parse_sse(response.aiter_lines()):
-                        if event.type == "error":
-                            break
-                        last_id = event.id or last_id
+                    async for event in relay.read(response):
                         yield event
-                        if event.type in TERMINAL_EVENTS:
-                            return
+                    if relay.ended:
+                        return
             except httpx.TransportError as exc:
                 log.warning("event stream of %s dropped (%s); resuming", turn_id, type(exc).__name__)
 
@@ -264,6 +258,25 @@ def _error(response: httpx.Response) -> ApiError:
     except (ValueError, AttributeError):
         error = {}
     return ApiError(response.status_code, error.get("code", "http_error"), error.get("message", ""))
+
+
+class _Relay:
+    """One turn's SSE events read across the responses that carry them: the last event id seen (where a
+    reconnect resumes) and whether the terminal event came. An `error` event ends a response early."""
+
+    def __init__(self, last_id: str | None) -> None:
+        self.last_id = last_id
+        self.ended = False
+
+    async def read(self, response: httpx.Response) -> AsyncIterator[Event]:
+        async for event in _parse_sse(response.aiter_lines()):
+            if event.type == "error":
+                return
+            self.last_id = event.id or self.last_id
+            yield event
+            if event.type in TERMINAL_EVENTS:
+                self.ended = True
+                return
 
 
 async def _parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[Event]:

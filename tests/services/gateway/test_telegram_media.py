@@ -104,11 +104,9 @@ def test_a_question_sent_while_a_photo_uploads_starts_its_turn_after_the_photos(
         async def chat_session(self, *_a, **_k):
             return "ses_1"
 
-        async def create_turn(self, _user, _session, text, attachments=None):
+        async def stream_turn(self, _user, _session, text, accepted, attachments=None):
             started.append((text, attachments))
-            return {"id": f"turn_{len(started)}"}
-
-        async def events(self, *_a):
+            await accepted(f"turn_{len(started)}")
             return
             yield
 
