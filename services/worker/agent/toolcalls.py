@@ -241,27 +241,25 @@ class ToolBatch:
 
     def _asked(self, p: PreparedCall, flush: Callable[[], None]) -> tuple[str, bool]:
         """A question to the user: its answer when settled, else the turn parks on it."""
-        try:
-            p.tool.check_arguments(p.args)
-            outcome = self.questions.check(p.call.id, p.args)
-        except HermesError as exc:
-            return error_content(exc.message), False
-        if isinstance(outcome, str):
-            return outcome, True
-        flush()  # every result before the question is handed out (and stored) first
-        raise AskParked(outcome)
+        return self._settled_or_parked(p, flush, self.questions, AskParked)
 
     def _delegated(self, p: PreparedCall, flush: Callable[[], None]) -> tuple[str, bool]:
         """Subtasks for child agents: their outcomes when settled, else the turn parks on new children."""
+        return self._settled_or_parked(p, flush, self.delegations, DelegateParked)
+
+    def _settled_or_parked(self, p: PreparedCall, flush: Callable[[], None], waits: Any,
+                           parked: type[Exception]) -> tuple[str, bool]:
+        """A call that waits on people or other turns: `waits.check` gives its result once settled (a string),
+        else what to park on; every result before the call is handed out (and stored) before the turn parks."""
         try:
             p.tool.check_arguments(p.args)
-            outcome = self.delegations.check(p.call.id, p.args)
+            outcome = waits.check(p.call.id, p.args)
         except HermesError as exc:
             return error_content(exc.message), False
         if isinstance(outcome, str):
             return outcome, True
-        flush()  # every result before the call is handed out (and stored) first
-        raise DelegateParked(outcome)
+        flush()
+        raise parked(outcome)
 
     def _parallel(self, segment: list[PreparedCall]) -> dict[str, tuple[str, bool]]:
         outcomes: dict[str, tuple[str, bool]] = {}
