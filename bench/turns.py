@@ -65,20 +65,7 @@ def stages_of_turn(c: httpx.Client, sid: str, text: str) -> dict[str, float]:
     turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": text}).json()
     out["accepted"] = (time.monotonic() - start) * 1000
     with c.stream("GET", f"/v1/turns/{turn['id']}/events") as response:
-        for line in response.iter_lines():
-            if not line.startswith("event: "):
-                continue
-            kind = line.split(": ", 1)[1]
-            at = (time.monotonic() - start) * 1000
-            if kind == "turn.started":
-                out.setdefault("started", at)
-            elif kind == "message.delta":
-                out.setdefault("first_delta", at)
-            elif kind in ("turn.completed", "turn.failed", "turn.cancelled"):
-                if kind != "turn.completed":
-                    raise RuntimeError(f"turn ended with {kind}")
-                out["completed"] = at
-                break
+        _stamp_events(response, start, out)
     return out
 
 
@@ -91,21 +78,26 @@ def stages_of_streamed_turn(c: httpx.Client, sid: str, text: str) -> dict[str, f
     with c.stream("POST", f"/v1/sessions/{sid}/turns", json={"input": text},
                   headers={"Accept": "text/event-stream"}) as response:
         out["accepted"] = (time.monotonic() - start) * 1000
-        for line in response.iter_lines():
-            if not line.startswith("event: "):
-                continue
-            kind = line.split(": ", 1)[1]
-            at = (time.monotonic() - start) * 1000
-            if kind == "turn.started":
-                out.setdefault("started", at)
-            elif kind == "message.delta":
-                out.setdefault("first_delta", at)
-            elif kind in ("turn.completed", "turn.failed", "turn.cancelled"):
-                if kind != "turn.completed":
-                    raise RuntimeError(f"turn ended with {kind}")
-                out["completed"] = at
-                break
+        _stamp_events(response, start, out)
     return out
+
+
+def _stamp_events(response: httpx.Response, start: float, out: dict[str, float]) -> None:
+    """ms from `start` to the stream's first turn.started and message.delta, and to its turn.completed."""
+    for line in response.iter_lines():
+        if not line.startswith("event: "):
+            continue
+        kind = line.split(": ", 1)[1]
+        at = (time.monotonic() - start) * 1000
+        if kind == "turn.started":
+            out.setdefault("started", at)
+        elif kind == "message.delta":
+            out.setdefault("first_delta", at)
+        elif kind in ("turn.completed", "turn.failed", "turn.cancelled"):
+            if kind != "turn.completed":
+                raise RuntimeError(f"turn ended with {kind}")
+            out["completed"] = at
+            return
 
 
 def timed_turns(c: httpx.Client, model: FakeModel | None, sid: str, texts: list[str],
