@@ -17,6 +17,7 @@ from tests.fakes.speech import FakeSpeech
 from tests.fakes.tts import OPUS as SPOKEN
 from tests.fakes.tts import FakeTTS
 from tests.fakes.telegram import FakeTelegram
+from tests.support.media import pdf_with_text
 from tests.support.gateway import gateway_env, start_gateway
 from tests.support.processes import Stack
 from tests.support.waiting import wait_until
@@ -27,25 +28,6 @@ JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00" +
 OPUS = b"OggS\x00\x02" + b"\x00" * 22 + b"\x13OpusHead\x01\x01" + b"\x00" * 300
 ELF = b"\x7fELF\x02\x01\x01" + b"\x00" * 500
 TRANSCRIPT = "please water the basil on the balcony tonight"
-
-
-def pdf_with(line: str) -> bytes:
-    """A one-page PDF whose text is `line` (offsets computed, so any reader takes it)."""
-    stream = f"BT /F1 12 Tf 72 720 Td ({line}) Tj ET".encode()
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-               b"/Resources << /Font << /F1 5 0 R >> >> >>",
-               b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for n, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +108,7 @@ def test_a_pdf_is_saved_and_the_agent_reads_it_with_read_file(stack, telegram, m
     path = f"inbox/{today()}/minutes.pdf"
     model.on("summarise the minutes", tool_call([("read_file", {"path": path})]),
              text("The minutes say the launch is on Thursday."))
-    telegram.user_sends(5203, "document", pdf_with("Decision: the launch moves to Thursday."),
+    telegram.user_sends(5203, "document", pdf_with_text("Decision: the launch moves to Thursday."),
                         file_name="minutes.pdf", mime="application/pdf", caption="summarise the minutes")
     telegram.wait_text(5203, "The minutes say the launch is on Thursday.")
     final = request_with(model, "summarise the minutes")
