@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 from shared.db import get_database
 from shared.models.skills import SkillWriter
-from shared.files.skill_format import SKILL_FILE, SUPPORT_DIRS
+from shared.files.skill_format import SKILL_FILE
 from shared.stores import skill_staged
 from shared.stores.skill_writes import ACTIONS, SkillEditor
 from shared.stores.skills import SkillStore
@@ -85,8 +85,8 @@ def skill_manage(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
 
 _NAME = {"type": "string", "description": "The skill's name (its folder): lowercase letters, digits, '.', '_', '-'."}
-_FILE_PATH = {"type": "string", "description": "A supporting file inside the skill, under "
-              + ", ".join(f"{d}/" for d in SUPPORT_DIRS) + " e.g. 'references/api.md'."}
+# Where supporting files may live is said once, by the error a write elsewhere gets (skill_format.py).
+_FILE_PATH = {"type": "string", "description": "A supporting file, e.g. 'references/api.md'."}
 VIEW_GUIDANCE = ("Skills are procedures saved from earlier work; when a task matches one in the skills index, load "
                  "it with skill_view before you start and follow it.")
 MANAGE_GUIDANCE = (

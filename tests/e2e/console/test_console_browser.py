@@ -112,8 +112,8 @@ def test_a_message_sent_from_a_chat_page_streams_its_answer_in_the_same_response
     chat_url = page.url
     requests = []
     page.on("request", lambda r: requests.append((r.method, r.url, r.headers.get("accept", ""))))
-    page.get_by_label("Message").fill("second of two")
-    page.get_by_role("button", name="Send").click()
+    page.get_by_label("Message", exact=True).fill("second of two")
+    page.get_by_role("button", name="Send", exact=True).click()
     page.locator("#live .live-text").filter(has_text="The second answer").wait_for()
     page.locator("#live-status").filter(has_text="Answer complete.").wait_for()
     assert page.locator("#live .live-text").inner_text() == "The second answer, streamed in the POST's own response."

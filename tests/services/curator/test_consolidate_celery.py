@@ -23,12 +23,12 @@ from tests.support.worker import inprocess_worker
 
 @pytest.fixture
 def consolidating(monkeypatch):
-    """CURATOR_CONSOLIDATE=true for the tasks, which read the process's settings."""
-    monkeypatch.setenv("CURATOR_CONSOLIDATE", "true")
-    get_settings.cache_clear()
-    yield get_settings()
-    monkeypatch.delenv("CURATOR_CONSOLIDATE")
-    get_settings.cache_clear()
+    """CURATOR_CONSOLIDATE=true for the tasks, which read the process's settings. The one Settings object is
+    changed, never replaced: clearing get_settings' cache would leave every later test's `settings` fixture
+    patching an object the code no longer reads."""
+    current = get_settings()
+    monkeypatch.setattr(current, "curator_consolidate", True)
+    return current
 
 
 def test_a_pass_on_the_curator_queue_leads_to_an_umbrella_staged_by_the_reviewer(db, model, skills, consolidating):
