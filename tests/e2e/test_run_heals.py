@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import signal
 import os
+import sqlite3
 
 import pytest
 
+from shared.ops import holders
 from tests.fakes.model import FakeModel, text
 from tests.support.hstack_run import HstackRun
 from tests.support.processes import wait_for_turn
@@ -17,6 +19,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.sqlite_only, pytest.mark.once]
 
 MARKER = "slow question"
 IN_FLIGHT_SECONDS = 120  # the first answer is still being "thought" when the worker dies
+
+
+def holder_pid(run: HstackRun, turn_id: str) -> int:
+    """The pid of the worker process whose lease the turn is under (`hstack run` starts one per core)."""
+    with sqlite3.connect(run.workdir / "data" / "hstack.db") as db:
+        (worker_id,) = db.execute("SELECT worker_id FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    return holders.parse(worker_id).pid
 
 
 def model_saw(model: FakeModel, marker: str, answered: bool = False) -> int:
@@ -45,13 +54,13 @@ def test_kill_the_worker_mid_turn_then_redis_and_the_stack_comes_back():
                 wait_until(lambda: model_saw(model, MARKER) == 1, timeout=60, what="the model to be asked")
                 assert c.get(f"/v1/turns/{turn['id']}").json()["status"] == "running"
 
-                os.kill(run.child_pid("-n worker@"), signal.SIGKILL)
-                wait_until(lambda: run.said("worker was killed by SIGKILL: restarting it in"), timeout=30,
+                os.kill(holder_pid(run, turn["id"]), signal.SIGKILL)  # the one running it, of one per core
+                wait_until(lambda: run.said("was killed by SIGKILL: restarting it in"), timeout=30,
                            what="the supervisor to notice the worker died")
                 os.kill(run.child_pid("redis-server"), signal.SIGKILL)
                 wait_until(lambda: run.said("redis was killed by SIGKILL: restarting it in"), timeout=30,
                            what="the supervisor to notice Redis died")
-                wait_until(lambda: run.said("  redis     back") and run.said("  worker    back"), timeout=60,
+                wait_until(lambda: run.said("  redis     back") and run.said(" back   queue turns"), timeout=60,
                            what="Redis and the worker to be back")
 
                 done = wait_for_turn(c, turn["id"], timeout=120)
