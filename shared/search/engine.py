@@ -197,8 +197,9 @@ def _bonus(found: list[bool], sent: datetime, dates: tuple[Day, ...]) -> float:
 
 
 def _acceptable(found: list[bool], parsed: ParsedQuery, excluded: bool) -> bool:
-    """A hit holds at least one term itself (context and embeddings only rank it: issue 35 (e)), every
-    required one, and no excluded one."""
+    """A hit holds at least one term itself, every required one, and no excluded one. Context and embeddings only
+    rank hits: a message close in meaning but holding none of the words asked for is not something the user
+    can see why it was found, so it is never one."""
     if excluded or not any(found):
         return False
     return all(ok or not term.required for term, ok in zip(parsed.terms, found))

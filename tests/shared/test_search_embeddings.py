@@ -47,7 +47,7 @@ def test_embeddings_lift_the_message_that_means_the_question_among_those_holding
     keyword = [h.content for h in search_messages(db, user.id, "did I get a dog last week?", hybrid=False)]
     hybrid = search_messages(db, user.id, "did I get a dog last week?")  # on by default with EMBEDDINGS_MODEL
     assert keyword[0] != PUPPY and hybrid[0].content == PUPPY
-    # PUP_ONLY is the closest in meaning, but holds no query term itself: never a hit (issue 35 e)
+    # PUP_ONLY is the closest in meaning, but holds no query term itself: never a hit
     assert PUP_ONLY not in [h.content for h in hybrid] and all(h.coverage > 0 for h in hybrid)
 
 

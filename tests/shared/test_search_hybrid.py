@@ -26,7 +26,7 @@ def store(db, user_id, lines):
 
 @needs_extra
 def test_a_paraphrase_ranks_first_only_with_hybrid_search_and_never_without_a_term(db, user):
-    """Embeddings rank; a hit still holds a query term itself (issue 35 e), however close its meaning."""
+    """Embeddings rank; a hit still holds a query term itself, however close its meaning."""
     week = ["I adopted a little puppy from the shelter last week.", "Last week I fixed the garden shed.",
             "The printer jammed again last week."]
     store(db, user.id, week + ["Our pup sleeps all day."])
