@@ -38,9 +38,10 @@ class DeadHolderSweep:
         self._last = float("-inf")
 
     def __call__(self) -> list[Turn]:
-        if time.monotonic() - self._last < self.every:
+        now = time.monotonic()
+        if now - self._last < self.every:
             return []
-        self._last = time.monotonic()
+        self._last = now
         try:
             return self.sweep()
         except Exception:

@@ -15,12 +15,11 @@ from __future__ import annotations
 from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request, Response
 
 from services.api.accept import accept_turn
 from services.api.errors import error_response
 from services.api.headers import wants_event_stream
-from services.api.stream_slots import Slot
 from services.api.console import session as cookies
 from services.api.console.actions import refused
 from services.api.console.deps import ConsoleForm, ConsoleUser, redirect
@@ -90,7 +89,7 @@ def _send(request: Request, user, session_id: str, text: str):
     state = request.app.state
     slot = take_slot(request, cookies.current(request).key_digest) \
         if wants_event_stream(request.headers.get("accept")) else None
-    if slot is not None and not isinstance(slot, Slot):
+    if isinstance(slot, Response):  # 429 too_many_streams
         return slot
     try:
         turn = accept_turn(state.db, state.enqueue, state.settings, user_id=user.id, session_id=session_id,

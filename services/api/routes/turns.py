@@ -15,7 +15,6 @@ from services.api.deps import (Credentials, CurrentUser, DbDep, EnqueueDep, Rece
                                stream_owner)
 from services.api.headers import IdempotencyKey, wants_event_stream
 from services.api.routes.events import SSE_DOC, stream_turn, take_slot
-from services.api.stream_slots import Slot
 from services.api.streams import parse_event_id
 from services.api.schemas import error_responses
 from shared.messaging import cancels, delegate_events, events
@@ -63,7 +62,7 @@ async def create_turn(
     streaming = wants_event_stream(request.headers.get("accept"))  # read as is: no Accept is ever refused
     after = parse_event_id(last_event_id) if streaming and last_event_id else None
     slot = take_slot(request, stream_owner(settings, credentials.credentials, user.id)) if streaming else None
-    if slot is not None and not isinstance(slot, Slot):
+    if isinstance(slot, Response):  # 429 too_many_streams
         return slot
     digest = request_hash(body.model_dump(), session_id) if idempotency_key else None
     try:
