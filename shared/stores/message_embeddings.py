@@ -20,40 +20,30 @@ from shared.models.search import MessageEmbedding
 _SEARCHABLE = "m.role IN ('user', 'assistant') AND trim(coalesce(m.content, '')) <> ''"
 _LACKING = "(e.message_id IS NULL OR e.model <> :model)"
 
-_OF_SESSION = f"""
-SELECT m.id, m.content FROM messages AS m
-LEFT JOIN message_embeddings AS e ON e.message_id = m.id
-WHERE m.session_id = :session AND {_SEARCHABLE} AND {_LACKING}
-ORDER BY m.id LIMIT :limit
-"""
-
-_AFTER = f"""
-SELECT m.id, m.content FROM messages AS m
-LEFT JOIN message_embeddings AS e ON e.message_id = m.id
-WHERE m.id > :after AND {_SEARCHABLE} AND {_LACKING}
-ORDER BY m.id LIMIT :limit
-"""
-
-_COUNT = f"""
-SELECT count(*) FROM messages AS m
+_LACKING_MESSAGES = f"""
+FROM messages AS m
 LEFT JOIN message_embeddings AS e ON e.message_id = m.id
 WHERE {_SEARCHABLE} AND {_LACKING}
 """
+_OF_SESSION = f"SELECT m.id, m.content {_LACKING_MESSAGES} AND m.session_id = :session ORDER BY m.id LIMIT :limit"
+_AFTER = f"SELECT m.id, m.content {_LACKING_MESSAGES} AND m.id > :after ORDER BY m.id LIMIT :limit"
+_COUNT = f"SELECT count(*) {_LACKING_MESSAGES}"
 
 
 def missing_in_session(db: Database, session_id: str, model: str, limit: int) -> list[tuple[int, str]]:
     """(message id, content) of up to `limit` of the session's searchable messages lacking a `model` vector."""
-    with db.read() as s:
-        rows = s.execute(text(_OF_SESSION), {"session": session_id, "model": model, "limit": limit}).all()
-    return [(row[0], row[1]) for row in rows]
+    return _messages(db, _OF_SESSION, {"session": session_id, "model": model, "limit": limit})
 
 
 def missing_after(db: Database, after_id: int, model: str, limit: int) -> list[tuple[int, str]]:
     """(message id, content) of up to `limit` searchable messages past `after_id` lacking a `model` vector,
     every user's: the backfill walks the table in id order with this."""
+    return _messages(db, _AFTER, {"after": after_id, "model": model, "limit": limit})
+
+
+def _messages(db: Database, query: str, params: dict) -> list[tuple[int, str]]:
     with db.read() as s:
-        rows = s.execute(text(_AFTER), {"after": after_id, "model": model, "limit": limit}).all()
-    return [(row[0], row[1]) for row in rows]
+        return [(row[0], row[1]) for row in s.execute(text(query), params).all()]
 
 
 def count_missing(db: Database, model: str) -> int:
