@@ -72,9 +72,12 @@ def main() -> int:
                 sids = [c.post("/v1/sessions", json={}, headers=h).raise_for_status().json()["id"] for h in auth]
                 for h, sid in list(zip(auth, sids))[:10]:  # warm each worker's threads and caches
                     c.post(f"/v1/sessions/{sid}/turns", json={"input": "warm"}, headers=h)
-                wait_until(lambda: all(c.get("/v1/sessions/" + s + "/messages", headers=h).json()["data"][-1:]
-                                       and c.get("/v1/sessions/" + s + "/messages", headers=h).json()["data"][-1]
-                                       ["role"] == "assistant" for h, s in list(zip(auth, sids))[:10]),
+
+                def answered(h: dict, sid: str) -> bool:
+                    last = c.get(f"/v1/sessions/{sid}/messages", headers=h).json()["data"][-1:]
+                    return bool(last) and last[0]["role"] == "assistant"
+
+                wait_until(lambda: all(answered(h, s) for h, s in list(zip(auth, sids))[:10]),
                            timeout=60, what="the warm-up turns")
                 sids = [c.post("/v1/sessions", json={}, headers=h).raise_for_status().json()["id"] for h in auth]
                 model.latency = MODEL_SECONDS
