@@ -13,12 +13,13 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
 import httpx
+
+from tests.support.waiting import wait_until
 
 MODEL = "all-MiniLM-L6-v2"
 START_TIMEOUT = 120.0  # seconds: loading torch and the model on a busy 2-core machine
@@ -63,19 +64,17 @@ def serving(port: int) -> Iterator[str]:
     child = subprocess.Popen([sys.executable, "-m", "bench.embeddings_server", "--port", str(port)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}/v1"
+
+    def answers() -> bool:
+        if child.poll() is not None:
+            raise RuntimeError(f"the embeddings server exited with {child.returncode}")
+        try:
+            return httpx.post(base + "/embeddings", json={"model": MODEL, "input": ["ready?"]}, timeout=5).is_success
+        except httpx.HTTPError:
+            return False
+
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if child.poll() is not None:
-                raise RuntimeError(f"the embeddings server exited with {child.returncode}")
-            try:
-                if httpx.post(base + "/embeddings", json={"model": MODEL, "input": ["ready?"]}, timeout=5).is_success:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the embeddings server did not answer in time")
-            time.sleep(0.5)
+        wait_until(answers, START_TIMEOUT, interval=0.5, what="the embeddings server to answer")
         yield base
     finally:
         child.terminate()
