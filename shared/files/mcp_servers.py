@@ -2,21 +2,19 @@
 
 `DATA_DIR/mcp/servers.json` holds the owner's servers (every user may call them); a user's own are in
 `DATA_DIR/users/<id>/mcp/servers.json`. No migration: a server is a handful of fields nobody queries.
-Writes take an exclusive lock on the file so two api processes adding at once keep both entries.
+Writes hold the file's exclusive lock (as memory files do) so two api processes adding at once keep both entries.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from pydantic import ValidationError
 
 from shared.errors import Conflict, InvalidInput, NotFound
 from shared.files.atomic import atomic_write
+from shared.files.memory import locked
 from shared.mcp.servers import McpServerIn
 
 GLOBAL = "global"
@@ -34,9 +32,7 @@ def load(data_dir: Path, scope: str) -> list[McpServerIn]:
     path = config_path(data_dir, scope)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # absent or unreadable: no servers
         return []
     servers = []
     for entry in raw.get("servers", []) if isinstance(raw, dict) else []:
@@ -48,8 +44,12 @@ def load(data_dir: Path, scope: str) -> list[McpServerIn]:
 
 
 def servers_for(data_dir: Path, user_id: str) -> list[tuple[str, McpServerIn]]:
-    """(scope, server) a user may call: the owner's first, then their own (an own server of the same name is hidden)."""
+    """(scope, server) a user may call: the owner's first, then their own (an own server of the same name is hidden).
+
+    For `GLOBAL` itself (the admin key), the owner's servers only."""
     owned = [(GLOBAL, s) for s in load(data_dir, GLOBAL)]
+    if user_id == GLOBAL:
+        return owned
     names = {s.name for _, s in owned}
     return owned + [(user_id, s) for s in load(data_dir, user_id) if s.name not in names]
 
@@ -63,7 +63,8 @@ def find(data_dir: Path, user_id: str, name: str) -> tuple[str, McpServerIn]:
 
 def add(data_dir: Path, scope: str, server: McpServerIn, *, max_servers: int) -> McpServerIn:
     """Add a server to `scope`; 409 when the name is taken there, 400 past the per-scope cap."""
-    with _locked(config_path(data_dir, scope)) as path:
+    path = config_path(data_dir, scope)
+    with locked(path):
         servers = load(data_dir, scope)
         if any(s.name == server.name for s in servers):
             raise Conflict(f"An MCP server named {server.name!r} already exists.")
@@ -75,7 +76,8 @@ def add(data_dir: Path, scope: str, server: McpServerIn, *, max_servers: int) ->
 
 def remove(data_dir: Path, scope: str, name: str) -> None:
     """Forget a server of `scope`; 404 when it has none of that name."""
-    with _locked(config_path(data_dir, scope)) as path:
+    path = config_path(data_dir, scope)
+    with locked(path):
         servers = load(data_dir, scope)
         kept = [s for s in servers if s.name != name]
         if len(kept) == len(servers):
@@ -86,15 +88,3 @@ def remove(data_dir: Path, scope: str, name: str) -> None:
 def _write(path: Path, servers: list[McpServerIn]) -> None:
     body = {"servers": [s.model_dump(exclude_none=True) for s in servers]}
     atomic_write(path, json.dumps(body, indent=2, ensure_ascii=False) + "\n")
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[Path]:
-    """An exclusive lock beside the file for one read-modify-write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / ".servers.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield path
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -94,7 +94,8 @@ class McpServerPublic(BaseModel):
 
     @classmethod
     def of(cls, server: McpServerIn, scope: str, health: dict[str, Any]) -> "McpServerPublic":
-        return cls(name=server.name, scope=scope, transport=server.transport, command=server.command,
+        """`scope` as the settings files key it: "global", or the id of the user whose server it is."""
+        return cls(name=server.name, scope="global" if scope == "global" else "user", transport=server.transport, command=server.command,
                    url=_without_query(server.url), **health)
 
 

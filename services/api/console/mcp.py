@@ -26,7 +26,7 @@ router = APIRouter(include_in_schema=False)
 def mcp_page(request: Request, user: ConsoleUser):
     settings = request.app.state.settings
     r = get_redis(settings)
-    servers = [McpServerPublic.of(s, "global" if scope == mcp_servers.GLOBAL else "user", health.read(r, scope, s.name))
+    servers = [McpServerPublic.of(s, scope, health.read(r, scope, s.name))
                for scope, s in mcp_servers.servers_for(settings.data_dir, user.id)]
     return render(request, "mcp.html", active="mcp", servers=servers)
 

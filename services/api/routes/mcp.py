@@ -29,10 +29,8 @@ async def scope_of(request: Request, settings: SettingsDep, credentials: Credent
 
 
 def _listing(settings, r, scope: str) -> list[McpServerPublic]:
-    pairs = ([(mcp_servers.GLOBAL, s) for s in mcp_servers.load(settings.data_dir, mcp_servers.GLOBAL)]
-             if scope == mcp_servers.GLOBAL else mcp_servers.servers_for(settings.data_dir, scope))
-    return [McpServerPublic.of(s, "global" if where == mcp_servers.GLOBAL else "user", health.read(r, where, s.name))
-            for where, s in pairs]
+    return [McpServerPublic.of(s, where, health.read(r, where, s.name))
+            for where, s in mcp_servers.servers_for(settings.data_dir, scope)]
 
 
 @router.get("", response_model=list[McpServerPublic])
@@ -52,7 +50,7 @@ def add_server(body: McpServerIn, settings: SettingsDep, r: RedisDep, enqueue: E
     health.forget(r, scope, body.name)
     health.record(r, scope, body.name, "starting")  # until the worker asked below records what it found
     enqueue(PROBE_MCP_SERVER, ProbeMcpServer(server=body.name, user_id=None if scope == mcp_servers.GLOBAL else scope))
-    return McpServerPublic.of(body, "global" if scope == mcp_servers.GLOBAL else "user", health.read(r, scope, body.name))
+    return McpServerPublic.of(body, scope, health.read(r, scope, body.name))
 
 
 @router.delete("/{name}", status_code=204, responses=error_responses(403, 404))
@@ -70,12 +68,6 @@ def remove_server(name: str, settings: SettingsDep, r: RedisDep, scope: str = De
 def test_server(name: str, settings: SettingsDep, r: RedisDep, enqueue: EnqueueDep,
                 scope: str = Depends(scope_of)) -> McpServerPublic:
     """Ask a worker to connect now; the answer is the health before it, `checked_at` changes when it is done."""
-    if scope == mcp_servers.GLOBAL:
-        server = next((s for s in mcp_servers.load(settings.data_dir, scope) if s.name == name), None)
-        if server is None:
-            mcp_servers.find(settings.data_dir, "-", name)  # the same 404
-        where = scope
-    else:
-        where, server = mcp_servers.find(settings.data_dir, scope, name)
+    where, server = mcp_servers.find(settings.data_dir, scope, name)
     enqueue(PROBE_MCP_SERVER, ProbeMcpServer(server=name, user_id=None if scope == mcp_servers.GLOBAL else scope))
-    return McpServerPublic.of(server, "global" if where == mcp_servers.GLOBAL else "user", health.read(r, where, name))
+    return McpServerPublic.of(server, where, health.read(r, where, name))

@@ -22,14 +22,8 @@ def probe(settings: Settings, server: str, user_id: str | None) -> bool:
     """Connect (or reuse the live session) and store the tools; False when the server is down or unknown."""
     r = get_redis(settings)
     try:
-        if user_id is None:
-            config = next((s for s in mcp_servers.load(settings.data_dir, mcp_servers.GLOBAL) if s.name == server), None)
-            if config is None:
-                return False
-            scope, runner = mcp_servers.GLOBAL, PROBE_USER
-        else:
-            scope, config = mcp_servers.find(settings.data_dir, user_id, server)
-            runner = user_id
+        scope, config = mcp_servers.find(settings.data_dir, user_id or mcp_servers.GLOBAL, server)
+        runner = user_id or PROBE_USER
         workspace = Path(settings.data_dir) / "users" / runner / "workspace"
         workspace.mkdir(parents=True, exist_ok=True)
         target = Target(scope, config, runner, workspace)
