@@ -92,7 +92,8 @@ class InboxFile:
         if self.type is sniff.TEXT:
             self._check_text(b"", final=True)
         if self.type is sniff.ZIP:
-            archives.check_zip(_Reader(self.fd), self.size)
+            with open(self.fd, "rb", closefd=False) as fh:  # zipfile seeks to the central directory
+                archives.check_zip(fh, self.size)
         os.fsync(self.fd)
         self._close()
         return Saved(f"{INBOX}/{self.day.isoformat()}/{self.name}", self.name, self.type.kind, self.type.mime,
@@ -128,30 +129,6 @@ class InboxFile:
             if fd is not None:
                 os.close(fd)
                 setattr(self, attr, None)
-
-
-class _Reader:
-    """A seekable reader over a descriptor with its own position (zipfile seeks to the directory)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd, self.pos = fd, 0
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self.pos = os.fstat(self.fd).st_size + offset if whence == 2 else self.pos + offset if whence == 1 else offset
-        return self.pos
-
-    def tell(self) -> int:
-        return self.pos
-
-    def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:
-            n = os.fstat(self.fd).st_size - self.pos
-        data = os.pread(self.fd, n, self.pos)
-        self.pos += len(data)
-        return data
-
-    def seekable(self) -> bool:
-        return True
 
 
 def _open_inbox(workspace: Path, day: date) -> int:

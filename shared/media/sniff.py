@@ -7,6 +7,7 @@ like an image or audio whose bytes say otherwise (a script called cat.png) is re
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 
 from shared.errors import UnsupportedMediaType
@@ -114,6 +115,15 @@ def sniff(head: bytes, filename: str = "") -> FileType:
     if claim and found.kind != claim:
         raise UnsupportedMediaType(f"The file is named like {_like(claim)} but its content is {found.mime}.")
     return found
+
+
+def image_part(data: bytes) -> dict | None:
+    """An OpenAI `image_url` part holding `data` as a data URL; None when the bytes are no accepted image."""
+    found = by_magic(data[:HEAD_BYTES])
+    if found is None or found.kind != "image":
+        return None
+    url = f"data:{found.mime};base64,{base64.b64encode(data).decode('ascii')}"
+    return {"type": "image_url", "image_url": {"url": url}}
 
 
 def _like(kind: str) -> str:

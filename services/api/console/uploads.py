@@ -8,6 +8,8 @@ served to their owner only (another user's id is 404), images inline, everything
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
@@ -59,9 +61,7 @@ async def upload(request: Request, session_id: str, user: ConsoleUser):
 
 def _send(request: Request, user_id: str, session_id: str, text: str, saved):
     state = request.app.state
-    row = attachments.add_attachment(state.db, user_id=user_id, session_id=session_id, kind=saved.kind,
-                                     filename=saved.filename, mime=saved.mime, size=saved.size, path=saved.path,
-                                     sha256=saved.sha256)
+    row = attachments.add_attachment(state.db, user_id=user_id, session_id=session_id, **asdict(saved))
     try:
         accept_turn(state.db, state.enqueue, state.settings, user_id=user_id, session_id=session_id, text=text,
                     attachment_ids=[row.id])

@@ -7,6 +7,7 @@ The bytes are served with `X-Content-Type-Options: nosniff` and as a download un
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 from urllib.parse import quote, unquote
 
@@ -47,9 +48,8 @@ async def upload(session_id: str, request: Request, db: DbDep, settings: Setting
     except BaseException:
         inbox.abort()
         raise
-    row = await run_in_threadpool(
-        attachments.add_attachment, db, user_id=user.id, session_id=session_id, kind=saved.kind,
-        filename=saved.filename, mime=saved.mime, size=saved.size, path=saved.path, sha256=saved.sha256)
+    row = await run_in_threadpool(attachments.add_attachment, db, user_id=user.id, session_id=session_id,
+                                  **asdict(saved))
     return AttachmentSaved.of(row)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import aclosing
+from dataclasses import asdict
 from typing import Annotated, AsyncIterator
 
 from fastapi import APIRouter, Header, Request, Response
@@ -84,8 +85,7 @@ def _start_turn(
 def _accept(db: Database, enqueue: Enqueue, settings: Settings, user_id: str, body: ChatCompletionRequest,
             session_id: str | None, text: str, saved: list, idempotency_key: str | None, digest: str | None) -> Turn:
     """Accept the turn in the named session or the conversation's own, its images (already saved) recorded with it."""
-    files = [{"kind": f.kind, "filename": f.filename, "mime": f.mime, "size": f.size, "path": f.path,
-              "sha256": f.sha256} for f in saved]
+    files = [asdict(f) for f in saved]
     if session_id:
         ids = [attachments.add_attachment(db, user_id=user_id, session_id=session_id, **f).id for f in files]
         return accept_turn(db, enqueue, settings, user_id=user_id, session_id=session_id, text=text,

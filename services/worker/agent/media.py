@@ -9,7 +9,6 @@ line points at `vision_analyze` when a vision model is configured, or says nothi
 
 from __future__ import annotations
 
-import base64
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,12 +104,7 @@ def _image_part(settings: Settings, f: Attachment) -> dict | None:
     path = _file(settings, f)
     if path is None or path.stat().st_size > INLINE_IMAGE_MAX_BYTES:
         return None
-    data = path.read_bytes()
-    found = sniff.by_magic(data[:sniff.HEAD_BYTES])
-    if found is None or found.kind != "image":  # the agent may have replaced the file since
-        return None
-    url = f"data:{found.mime};base64,{base64.b64encode(data).decode('ascii')}"
-    return {"type": "image_url", "image_url": {"url": url}}
+    return sniff.image_part(path.read_bytes())  # None when the agent has replaced the file since
 
 
 def _file(settings: Settings, f: Attachment) -> Path | None:

@@ -7,7 +7,6 @@ to VISION_MODEL at VISION_BASE_URL (default LLM_BASE_URL) with the question.
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from services.worker.tools.registry import Tool, ToolContext
@@ -30,12 +29,10 @@ def vision_analyze(ctx: ToolContext, args: dict[str, Any]) -> str:
         data = fh.read(MAX_IMAGE_BYTES + 1)
     if len(data) > MAX_IMAGE_BYTES:
         raise InvalidInput(f"{path} is larger than {MAX_IMAGE_BYTES} bytes; vision_analyze takes smaller images.")
-    found = sniff.by_magic(data[:sniff.HEAD_BYTES])
-    if found is None or found.kind != "image":
+    part = sniff.image_part(data)
+    if part is None:
         raise InvalidInput(f"{path} is not a PNG, JPEG, GIF or WebP image.")
-    url = f"data:{found.mime};base64,{base64.b64encode(data).decode('ascii')}"
-    messages = [{"role": "user", "content": [{"type": "text", "text": question},
-                                             {"type": "image_url", "image_url": {"url": url}}]}]
+    messages = [{"role": "user", "content": [{"type": "text", "text": question}, part]}]
     answer = get_llm(vision_settings(ctx.settings)).complete(messages, stream=False, cancelled=ctx.cancelled,
                                                              kind="vision")
     return (answer.content or "").strip() or "[the vision model gave no answer]"

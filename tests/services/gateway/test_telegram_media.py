@@ -50,6 +50,7 @@ def test_images_go_as_photos_ogg_as_voice_other_audio_as_audio_the_rest_as_docum
 
 def test_a_file_item_goes_out_while_its_turn_still_runs_but_the_turns_text_reply_waits():
     sent: list[str] = []
+    reported = asyncio.Event()
 
     class Api:
         async def outbox_due(self):
@@ -62,6 +63,7 @@ def test_a_file_item_goes_out_while_its_turn_still_runs_but_the_turns_text_reply
 
         async def outbox_report(self, item_id, ok, *_a):
             sent.append(item_id)
+            reported.set()
 
     class Platform:
         async def send(self, dest, item, ref):
@@ -73,8 +75,7 @@ def test_a_file_item_goes_out_while_its_turn_still_runs_but_the_turns_text_reply
 
     async def one_pass():
         loop = asyncio.create_task(delivery.run())
-        while not sent:
-            await asyncio.sleep(0.01)
+        await reported.wait()
         loop.cancel()
 
     asyncio.run(asyncio.wait_for(one_pass(), 10))
