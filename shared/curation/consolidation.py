@@ -12,7 +12,6 @@ run whose summary counts the model calls and tokens.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -20,6 +19,7 @@ from shared.config import Settings
 from shared.curation import overlap
 from shared.db import Database
 from shared.errors import HermesError, InvalidInput, ModelError
+from shared.evolution.model import json_object
 from shared.files.skill_format import SKILL_FILE, FrontMatter, MAX_SKILL_MD_CHARS
 from shared.files.skills import named_lock, read_text
 from shared.llm import LLMClient
@@ -96,13 +96,8 @@ def request(group: tuple[str, ...], found: dict[str, tuple[Located, str]]) -> li
 
 def proposal_of(content: str | None, group: tuple[str, ...]) -> Proposal | None:
     """The model's answer as a proposal; None when it keeps them apart; InvalidInput when it is unusable."""
-    text = content or ""
-    start, end = text.find("{"), text.rfind("}")  # the outermost object, fences or prose around it ignored
-    try:
-        answer = json.loads(text[start:end + 1]) if 0 <= start < end else None
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
+    answer = json_object(content or "")
+    if answer is None:
         raise InvalidInput("the model's answer was not a JSON object", code="consolidation_invalid")
     if answer.get("merge") is not True:
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations
 
 SIMILAR = 0.45
@@ -30,6 +31,11 @@ class Profile:
     name: str
     text: str  # description and body
 
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """Its words, name parts included: read once, compared with every other skill of the user."""
+        return words(self.name.replace("-", " ") + " " + self.text)
+
 
 def words(text: str) -> frozenset[str]:
     return frozenset(w for w in WORD.findall(text.lower()) if w not in STOP)
@@ -37,8 +43,7 @@ def words(text: str) -> frozenset[str]:
 
 def similarity(a: Profile, b: Profile) -> float:
     """Jaccard similarity of the two skills' words (name parts included)."""
-    left = words(a.name.replace("-", " ") + " " + a.text)
-    right = words(b.name.replace("-", " ") + " " + b.text)
+    left, right = a.words, b.words
     union = left | right
     return len(left & right) / len(union) if union else 0.0
 

@@ -20,6 +20,10 @@ class Stopped(Exception):
         self.reason = reason  # "cancelled" or "budget"
         self.message = message
 
+    @classmethod
+    def by_owner(cls) -> "Stopped":
+        return cls("cancelled", "Cancelled by the owner; nothing was written.")
+
 
 @dataclass
 class Meter:
@@ -57,7 +61,7 @@ class Meter:
     def check(self) -> None:
         """Raise Stopped before a model call that the run may no longer make."""
         if self.cancelled():
-            raise Stopped("cancelled", "Cancelled by the owner; nothing was written.")
+            raise Stopped.by_owner()
         if self.tokens >= self.token_budget:
             raise Stopped("budget", f"The run spent its token budget ({self.token_budget:,}); nothing was written.")
 

@@ -26,7 +26,7 @@ class RunModel:
             completion = self.llm.complete([{"role": "system", "content": system}, {"role": "user", "content": user}],
                                            cancelled=self.meter.cancelled, stream=False, kind="evolution")
         except Cancelled:
-            raise Stopped("cancelled", "Cancelled by the owner; nothing was written.") from None
+            raise Stopped.by_owner() from None
         self.meter.spent(completion.usage)
         return completion.content or ""
 

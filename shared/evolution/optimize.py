@@ -79,7 +79,7 @@ def evolve(model: RunModel, name: str, current: str, train: list[Example], held_
                            reflection_minibatch_size=min(3, len(train)), seed=0, display_progress_bar=False,
                            raise_on_exception=True, skip_perfect_score=True)
     if meter.cancelled():
-        raise Stopped("cancelled", "Cancelled by the owner; nothing was written.")
+        raise Stopped.by_owner()
     best = result.best_candidate
     train_before = round(result.val_aggregate_scores[0], 4)
     train_after = round(result.val_aggregate_scores[result.best_idx], 4)

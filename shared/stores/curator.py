@@ -118,6 +118,12 @@ def last_change(db: Database, user_id: str, skill: str) -> CuratorTransition | N
         return s.exec(query).first()
 
 
+def is_last_change(db: Database, row: CuratorTransition) -> bool:
+    """Whether `row` is still its skill's latest ledger row (nothing changed the skill since)."""
+    latest = last_change(db, row.user_id, row.skill)
+    return latest is not None and latest.id == row.id
+
+
 def last_turn_at(db: Database, user_id: str, now: datetime) -> datetime | None:
     """When the user last had a turn: now while one is waiting or running, else the newest turn's start."""
     with db.read() as s:

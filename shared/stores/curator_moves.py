@@ -89,8 +89,7 @@ def _undo_merge(store: SkillStore, umbrella: Located, merge_run: str, now: datet
     for row in curator.transitions_of(store.db, merge_run):
         if row.to_state != SkillState.archived.value or row.skill == umbrella.name:
             continue
-        latest = curator.last_change(store.db, store.user_id, row.skill)
-        if latest is not None and latest.id == row.id and move(
+        if curator.is_last_change(store.db, row) and move(
                 store, run_id, row.skill, (SkillState.archived, SkillState.active), reason, now,
                 lambda found: found.state is SkillState.archived):
             back.append(row.skill)

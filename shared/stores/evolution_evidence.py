@@ -54,14 +54,14 @@ def _loads(calls: list | None, skill: str) -> bool:
 
 def sessions_loading(db: Database, user_id: str, skill: str, limit: int) -> list[str]:
     """Ids of this user's sessions that loaded `skill`, newest first, at most `limit`."""
-    query = (select(Message.session_id, Message.tool_calls, Message.id)
+    query = (select(Message.session_id, Message.tool_calls)
              .join(ChatSession, ChatSession.id == Message.session_id)
              .where(ChatSession.user_id == user_id, Message.role == "assistant", Message.tool_calls.is_not(None),
                     cast(Message.tool_calls, String).contains(skill))
              .order_by(Message.id.desc()).limit(SCAN_LIMIT))
     found: list[str] = []
     with db.read() as s:
-        for session_id, calls, _ in s.exec(query):
+        for session_id, calls in s.exec(query):
             if session_id not in found and _loads(calls, skill):
                 found.append(session_id)
                 if len(found) >= limit:

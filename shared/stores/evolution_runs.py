@@ -29,6 +29,8 @@ from shared.stores.skills import SkillStore
 DAY = timedelta(hours=24)
 ACTIVE = (EvolutionStatus.queued.value, EvolutionStatus.running.value)
 STALE_AFTER = timedelta(minutes=5)  # a running run whose worker sent no heartbeat this long was interrupted
+WORKER_DIED = "The worker running it stopped mid-way; nothing was written."
+CANCELLED_QUEUED = "Cancelled before it started; nothing was written."
 
 
 def _not_found() -> NotFound:
@@ -91,7 +93,7 @@ def fail_stale(db: Database, now: datetime, user_id: str | None = None) -> int:
     with db.write() as s:
         result = s.execute(update(EvolutionRun).where(*where).values(
             status=EvolutionStatus.failed.value, finished_at=now, stage="",
-            error="The worker running it stopped mid-way; nothing was written."))
+            error=WORKER_DIED))
         return result.rowcount or 0
 
 
@@ -140,12 +142,11 @@ def claim(db: Database, run_id: str, worker: str, now: datetime) -> EvolutionRun
         if run.status == EvolutionStatus.running.value:
             if run.heartbeat_at is not None and now - run.heartbeat_at < STALE_AFTER:
                 return None  # a duplicate delivery while the run is alive
-            _close(run, EvolutionStatus.failed, now, "", error="The worker running it stopped mid-way; nothing "
-                                                             "was written.")
+            _close(run, EvolutionStatus.failed, now, "", error=WORKER_DIED)
             s.add(run)
             return None
         if run.cancel_requested:
-            _close(run, EvolutionStatus.cancelled, now, "Cancelled before it started; nothing was written.")
+            _close(run, EvolutionStatus.cancelled, now, CANCELLED_QUEUED)
             s.add(run)
             return None
         run.status, run.worker, run.started_at, run.heartbeat_at = EvolutionStatus.running.value, worker, now, now
@@ -169,7 +170,7 @@ def cancel(db: Database, user_id: str, run_id: str) -> EvolutionRun:
             raise Conflict(f"This run already ended ({run.status}).", code="evolution_run_finished")
         run.cancel_requested = True
         if run.status == EvolutionStatus.queued.value:
-            _close(run, EvolutionStatus.cancelled, now, "Cancelled before it started; nothing was written.")
+            _close(run, EvolutionStatus.cancelled, now, CANCELLED_QUEUED)
         s.add(run)
     return run
 
@@ -177,6 +178,11 @@ def cancel(db: Database, user_id: str, run_id: str) -> EvolutionRun:
 def _counters(meter: Meter) -> dict[str, Any]:
     return {"metric_calls": meter.metric_calls, "model_calls": meter.model_calls, "prompt_tokens": meter.prompt_tokens,
             "completion_tokens": meter.completion_tokens}
+
+
+def _count(run: EvolutionRun, meter: Meter) -> None:
+    for key, value in _counters(meter).items():
+        setattr(run, key, value)
 
 
 def progress(db: Database, run_id: str, meter: Meter, now: datetime) -> None:
@@ -208,8 +214,8 @@ def finish(db: Database, run_id: str, status: EvolutionStatus, meter: Meter | No
         if run is None or run.status != EvolutionStatus.running.value:
             return
         _close(run, status, utcnow(), summary, error=error)
-        for key, value in (_counters(meter) if meter else {}).items():
-            setattr(run, key, value)
+        if meter is not None:
+            _count(run, meter)
         run.scores = scores if scores is not None else run.scores
         s.add(run)
 
@@ -235,8 +241,7 @@ def propose(db: Database, settings: Settings, run_id: str, meter: Meter, summary
         s.add(row)
         _close(run, EvolutionStatus.proposed, utcnow(), summary)
         run.staged_id, run.proposed, run.diff, run.scores = row.id, proposed, row.diff, scores
-        for key, value in _counters(meter).items():
-            setattr(run, key, value)
+        _count(run, meter)
         s.add(run)
     return run
 

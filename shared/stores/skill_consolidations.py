@@ -191,7 +191,7 @@ def settle(store: SkillStore, now: datetime) -> int:
             settled += 1
             continue
         archived = [(row.skill, SkillState(row.from_state)) for row in rows if row.to_state == SkillState.archived.value
-                    and _still_last(store, row)]
+                    and curator.is_last_change(store.db, row)]
         umbrella = _staged(store, staged_id.group(1)) if staged_id else None
         if umbrella is not None:
             _discard_half_made(store, umbrella.name, run.started_at)
@@ -203,11 +203,6 @@ def settle(store: SkillStore, now: datetime) -> int:
                           .values(status=PENDING, decided_at=None))
         settled += 1
     return settled
-
-
-def _still_last(store: SkillStore, row) -> bool:
-    latest = curator.last_change(store.db, store.user_id, row.skill)
-    return latest is not None and latest.id == row.id
 
 
 def _staged(store: SkillStore, staged_id: str) -> SkillStagedWrite | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -115,8 +116,9 @@ def _run(db: Database, settings: Settings, model: RunModel, run: EvolutionRun) -
                               f"{settings.evolve_min_sessions} (EVOLVE_MIN_SESSIONS). Nothing is proposed.")
         return EvolutionStatus.no_improvement
     meter.at("writing tasks from the sessions")
-    train = [e for sid in train_ids for e in write_tasks(model, run.skill, evolution_evidence.transcript(db, sid, run.skill))]
-    held = [e for sid in held_ids for e in write_tasks(model, run.skill, evolution_evidence.transcript(db, sid, run.skill))]
+    train, held = ([e for sid in split for e in write_tasks(model, run.skill,
+                                                             evolution_evidence.transcript(db, sid, run.skill))]
+                   for split in (train_ids, held_ids))
     evolution_runs.note_evidence(db, run.id, {**facts, "train_tasks": len(train), "heldout_tasks": len(held),
                                               "outcomes": _outcomes(train + held)}, current)
     if not train or not held:
@@ -133,8 +135,5 @@ def _run(db: Database, settings: Settings, model: RunModel, run: EvolutionRun) -
 
 
 def _outcomes(examples) -> dict[str, int]:
-    seen: dict[str, str] = {e.session_id: e.outcome for e in examples}
-    counts: dict[str, int] = {}
-    for how in seen.values():
-        counts[how] = counts.get(how, 0) + 1
-    return counts
+    """How many sessions ended each way (a session's tasks share its outcome)."""
+    return dict(Counter({e.session_id: e.outcome for e in examples}.values()))
