@@ -103,9 +103,11 @@ def test_reminder_gateway_kill_failure_and_three_days_down(stack, telegram, fake
     assert failed["status"] == "failed" and failed["error"]
     assert "[weather] failed:" in telegram.wait_text(CHAT, "[weather] failed:")
 
-    # A daily job, due next at 07:00 UTC.
+    # A daily job, due next about twelve hours from now: never inside the reminder's 21-minute jump, where its
+    # run's recalled context would quote the reminder's prompt.
+    daily_at = f"0 {(datetime.now(timezone.utc) + timedelta(hours=12)).hour} * * *"
     with stack.client(key) as http:
-        daily = http.post("/v1/cron/jobs", json={"schedule": "0 7 * * *", "prompt": "Morning briefing please.",
+        daily = http.post("/v1/cron/jobs", json={"schedule": daily_at, "prompt": "Morning briefing please.",
                                                   "name": "briefing", "timezone": "UTC",
                                                   "deliver": f"telegram:{CHAT}"}).json()
 
@@ -137,7 +139,7 @@ def test_reminder_gateway_kill_failure_and_three_days_down(stack, telegram, fake
     assert sum("Time to call mum!" in t for t in telegram.texts(CHAT)) == 1
     telegram.user_says(CHAT, "/cron")
     listing = telegram.wait_text(CHAT, "Scheduled jobs:")
-    assert "briefing — 0 7 * * * (active)" in listing and "last completed" in listing
+    assert f"briefing — {daily_at} (active)" in listing and "last completed" in listing
     telegram.user_says(CHAT, f"/cron pause {daily['id']}")
     telegram.wait_text(CHAT, f"Job {daily['id']}: pause done.")
     with stack.client(key) as http:
