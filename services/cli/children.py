@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from services.cli.undertaker import Undertaker
+
 NAME_WIDTH = 8
 LOG_MAX_BYTES = 10 * 1024 * 1024
 LOG_BACKUPS = 2
@@ -123,6 +125,7 @@ class Child:
         self._pump: threading.Thread | None = None
         self.stopping = False
         self.started_at = 0.0
+        self.undertaker: Undertaker | None = None  # told of every start, so a killed supervisor leaves no orphan
 
     def start(self) -> "Child":
         """Start (or start again) the process in a new session, its output pumped to the log."""
@@ -134,6 +137,8 @@ class Child:
             pass_fds=self.pass_fds, executable=self.executable, **ids,
         )
         self.started_at = time.monotonic()
+        if self.undertaker is not None:
+            self.undertaker.watch(self.popen.pid)
         self._pump = threading.Thread(target=self._copy_output, args=(self.popen,), name=f"pump-{self.name}",
                                       daemon=True)
         self._pump.start()

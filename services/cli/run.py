@@ -20,6 +20,7 @@ from services.cli.children import Child, Console, RotatingLog, stop_all
 from services.cli.readiness import Probe, api_probe, heartbeat_probe, port_probe, redis_probe
 from services.cli.redis_embedded import EmbeddedRedis, answers_ping, free_port, port_is_free
 from services.cli.supervision import RestartPolicy, exit_reason
+from services.cli.undertaker import Undertaker
 from shared.config import Settings, dotenv_path, load_settings
 from shared.ids import new_api_key
 from shared.migrate import upgrade
@@ -132,6 +133,7 @@ class Supervisor:
         self.redis: EmbeddedRedis | None = None
         self.supervised: list[Supervised] = []
         self.logs_dir: Path | None = None
+        self.undertaker = Undertaker()
 
     def request_stop(self, signum, _frame) -> None:
         if not self.stop_requested.is_set():
@@ -141,6 +143,7 @@ class Supervisor:
     def run(self) -> int:
         previous = {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
+            self.undertaker.start()
             self.start()
             return self.watch()
         except Stopped:
@@ -197,6 +200,8 @@ class Supervisor:
     def supervise(self, child: Child, probe: Probe, detail: str) -> Supervised:
         entry = Supervised(child, probe, detail, self.new_policy())
         self.supervised.append(entry)
+        child.undertaker = self.undertaker
+        self.undertaker.watch(child.pid)
         return entry
 
     def log_for(self, name: str) -> RotatingLog:
@@ -303,6 +308,7 @@ class Supervisor:
         stop_all([e.child for e in self.supervised if e.name == "model"], self.console)
         if self.redis is not None:
             self.redis.stop()
+        self.undertaker.dismiss()
         self.console.say("stopped.")
 
 
