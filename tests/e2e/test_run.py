@@ -80,12 +80,15 @@ def test_the_console_shows_one_line_per_service_then_the_ready_block_and_no_bann
 def test_no_service_outlives_a_supervisor_killed_with_sigkill():
     """Children run in their own sessions, so when `hstack run` itself was killed with kill -9 (an OOM kill, a
     closed terminal's force-quit) the api, workers and Redis kept running without a supervisor, holding the port
-    (noticed while hardening). Every child now gets SIGTERM when its supervisor dies."""
+    (noticed while hardening). Every child now gets SIGTERM when its supervisor dies, and the undertaker (a child
+    too, which ignores signals and acts only when the supervisor's pipe ends) SIGKILLs what is left after a grace;
+    it leaves last, so its exit shows the pipe ended."""
     run = HstackRun()
     with run:
         run.wait_ready()
         children = run.children()
         assert len(children) >= len(SERVICES)
+        assert any("services.cli.undertaker" in cmdline for cmdline in children.values())
         born = {pid: _start_time(pid) for pid in children}
         run.proc.kill()
         run.proc.wait(10)
