@@ -11,7 +11,7 @@ A group is killed only while it provably is still ours: a pid is never reused wh
 number exists, so either the leader is alive with the start time we recorded, or /proc has no such pid and
 any process left with that group id is one of the leader's.
 
-Standard library only: it starts in a few milliseconds and imports nothing of the stack.
+It imports only the standard library and `shared.ops.holders` (which reads /proc), so it starts in milliseconds.
 """
 
 from __future__ import annotations
@@ -22,24 +22,17 @@ import subprocess
 import sys
 import time
 from contextlib import suppress
-from pathlib import Path
+
+from shared.ops.holders import start_of
 
 GRACE_SECONDS = 10.0
 POLL_SECONDS = 0.2
 
 
-def start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks (/proc/<pid>/stat field 22), None when there is no such pid."""
-    try:
-        return (Path(f"/proc/{pid}") / "stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
 def still_ours(pgid: int, born: str | None) -> bool:
-    """The group may be signalled: its leader is the process we recorded, or the leader is gone (and with it
-    any chance that the number names someone else's group while members of ours remain)."""
-    now = start_time(pgid)
+    """The group may be signalled: its leader is the process we recorded, or the leader is gone or a zombie (and
+    with it any chance that the number names someone else's group while members of ours remain)."""
+    now = start_of(pgid)
     return now is None or now == born
 
 
@@ -110,7 +103,7 @@ class Undertaker:
 
     def watch(self, pid: int) -> None:
         """Record a child that leads its own process group (started with a new session)."""
-        self._send(f"{pid} {start_time(pid) or '-'}\n")
+        self._send(f"{pid} {start_of(pid) or '-'}\n")
 
     def dismiss(self) -> None:
         """The services were stopped in order: the undertaker leaves without killing anything."""

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from services.cli.undertaker import Undertaker, start_time, still_ours
+from services.cli.undertaker import Undertaker, still_ours
+from shared.ops.holders import start_of
 
 STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(600)"
 
@@ -52,6 +53,6 @@ def test_a_clean_stop_dismisses_it_without_touching_anything(service):
 def test_a_reused_pid_is_never_signalled():
     """A recorded group whose number now names another process (the start time differs) is left alone; a
     number with no process left may still have members of our group, so it may be signalled."""
-    assert still_ours(os.getpid(), start_time(os.getpid()))
+    assert still_ours(os.getpid(), start_of(os.getpid()))
     assert not still_ours(os.getpid(), "1")
     assert still_ours(2 ** 22 + 7, "1")  # above pid_max: no such process
