@@ -97,8 +97,9 @@ class Undertaker:
         self.popen: subprocess.Popen | None = None
 
     def start(self) -> "Undertaker":
-        self.popen = subprocess.Popen([sys.executable, "-m", "services.cli.undertaker", str(self.grace)],
-                                      stdin=subprocess.PIPE, start_new_session=True)
+        with _quiet():
+            self.popen = subprocess.Popen([sys.executable, "-m", "services.cli.undertaker", str(self.grace)],
+                                          stdin=subprocess.PIPE, start_new_session=True)
         return self
 
     def watch(self, pid: int) -> None:
