@@ -121,9 +121,10 @@ class ChatCompletionRequest(BaseModel):
             if message.role == "tool" and not message.tool_call_id:
                 raise ValueError("a tool message needs the tool_call_id of the call it answers")
         last = messages[-1]
-        if last.role != "user" or not (last.text or image_urls(last.content)):
+        images = image_urls(last.content)
+        if last.role != "user" or not (last.text or images):
             raise ValueError("the last message must be a user message with text or image content")
-        if len(image_urls(last.content)) > MAX_IMAGES:
+        if len(images) > MAX_IMAGES:
             raise ValueError(f"the last message may carry at most {MAX_IMAGES} images")
         return messages
 
