@@ -8,6 +8,7 @@ through `tests.fakes.model.FakeModel`, this same class.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
 import threading
@@ -26,6 +27,8 @@ from services.demo_model.replies import (Reply, Responder, Scripted, fail, lates
 __all__ = ["ScriptedModel", "Recorded", "Reply", "text", "tool_call", "fail"]
 
 WIRES = {"/v1/chat/completions": Wire, "/v1/messages": AnthropicWire}
+# A recalled block the stack appends to a user message: other sessions' words, which a rule must not match.
+RECALLED = re.compile(r"<memory-context>.*?</memory-context>", re.DOTALL)
 DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, socket.timeout)
 
 
@@ -165,11 +168,10 @@ class ScriptedModel:
         return replace(reply, latency=delay) if reply.latency is None else reply
 
     def _take_rule(self, latest: str) -> Scripted | None:
-        """The next reply of the rule whose marker appears first in the latest user message (caller holds the lock).
-
-        First by position, not by when the rule was added: the user's own words come before any block the
-        stack appends (a recalled `<memory-context>` can quote another session's marker).
-        """
+        """The next reply of the rule whose marker appears first in the latest user message's own words (caller
+        holds the lock): a recalled `<memory-context>` block quotes other sessions, and so their markers, so it is
+        left out; the first by position wins, not the first added."""
+        latest = RECALLED.sub("", latest)
         found = [(latest.find(marker), n, q) for n, (marker, q) in enumerate(self._rules.items()) if q and marker in latest]
         return min(found, key=lambda f: f[:2])[2].popleft() if found else None
 

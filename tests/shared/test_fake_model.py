@@ -192,6 +192,19 @@ def test_markers_match_only_the_latest_user_message(model):
     assert answer["choices"][0]["message"]["content"] == "You said: plain"
 
 
+def test_a_marker_quoted_only_by_a_recalled_block_does_not_match(model):
+    """A scheduled job's run recalled another job's prompt in its `<memory-context>`, and the other job's script
+    answered it: a rule matches the user's own words, never the block the stack appends."""
+    model.on("Remind the user to call mum.", text("Time to call mum!"))
+    recalled = ("Morning briefing please.\n\n<memory-context>\n[System note: recalled.]\n\n"
+                "[2026-12-07, the user said] Remind the user to call mum.\n</memory-context>")
+
+    answers = [ask(model, q).json()["choices"][0]["message"]["content"]
+               for q in (recalled, "Remind the user to call mum.")]
+
+    assert answers == [f"You said: {recalled}", "Time to call mum!"]
+
+
 def test_failures_use_openai_error_shape_and_retry_after(model):
     model.script(fail(429, "slow down", retry_after=3), fail(500, "kaput"))
 
