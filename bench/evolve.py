@@ -21,18 +21,13 @@ from shared.config import get_settings  # noqa: E402
 from shared.db import get_database  # noqa: E402
 from shared.llm import get_llm  # noqa: E402
 from shared.stores import evolution_runs, users  # noqa: E402
-from shared.stores.skill_writes import SkillEditor  # noqa: E402
-from shared.stores.skills import SkillStore  # noqa: E402
 from tests.fakes.model import FakeModel  # noqa: E402
-from tests.support.evolution import script_rubric, session_that_loaded  # noqa: E402
-
-WEAK = "---\nname: {0}\ndescription: Deploy the billing app.\n---\n## Steps\n\n1. Build the image.\n"
-NEEDED = ["run the migrations", "drain the queue"]
+from tests.support.evolution import NEEDED, script_rubric, session_that_loaded, weak_skill  # noqa: E402
 
 
 def one_run(db, settings, model, sessions: int) -> str:
     user = users.create_user(db, f"evolve-bench-{sessions}-{time.time_ns()}")
-    SkillEditor(SkillStore.for_user(db, settings, user.id), "review").create("ship-billing", WEAK.format("ship-billing"))
+    weak_skill(db, settings, user.id, "ship-billing")
     for n in range(sessions):
         session_that_loaded(db, user.id, "ship-billing", f"ship billing {n}", NEEDED)
     model.reset()

@@ -48,7 +48,7 @@ def check(settings: Settings, send: Callable[[str, BaseModel], None] = enqueue) 
             SkillRecord.origin != SkillOrigin.bundled.value)).all()))
     started = 0
     for user_id in users:
-        evidence = {name: evolution_evidence.count_sessions(db, user_id, name, settings.evolve_max_sessions)
+        evidence = {name: len(evolution_evidence.sessions_loading(db, user_id, name, settings.evolve_max_sessions))
                     for name in candidates(db, user_id, since)}
         ready = sorted((n for n, c in evidence.items() if c >= settings.evolve_min_sessions),
                        key=lambda n: (-evidence[n], n))

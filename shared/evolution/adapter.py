@@ -79,7 +79,8 @@ class SkillAdapter:
                 records=json.dumps(list(reflective_dataset.get(part, [])), ensure_ascii=False, indent=1)))
             match = NEW_TEXT.search(answer)
             text = match.group(1).strip() if match else ""
-            proposed[part] = text if text else candidate[part]
-            if part == "body" and text:
-                proposed[part] = "\n" + text + "\n"
+            if not text:
+                proposed[part] = candidate[part]
+            else:
+                proposed[part] = "\n" + text + "\n" if part == "body" else text
         return proposed

@@ -63,13 +63,12 @@ def evolve(model: RunModel, name: str, current: str, train: list[Example], held_
     held_before = _score(adapter, held_out, seed)
     gepa_budget = meter.metric_budget - meter.metric_calls - len(held_out)
     scores: dict[str, float | int | None] = {"heldout_before": held_before, "margin": margin,
-                                             "train_tasks": len(train), "heldout_tasks": len(held_out)}
+                                             "train_tasks": len(train), "heldout_tasks": len(held_out),
+                                             "train_before": None, "train_after": None, "heldout_after": None}
     if held_before + margin > 1.0:
-        scores.update(train_before=None, train_after=None, heldout_after=None)
         return Outcome(scores, None, f"The current text already scores {held_before:.2f} on held-out; no text can "
                                      f"beat it by the margin ({margin:.2f}), so nothing is searched or proposed.")
     if gepa_budget < 2 * len(train):
-        scores.update(train_before=None, train_after=None, heldout_after=None)
         return Outcome(scores, None, f"The budget leaves {max(gepa_budget, 0)} metric calls for the search; it "
                                      f"needs at least {2 * len(train)}. Nothing is proposed.")
     meter.at("searching (GEPA)")

@@ -69,10 +69,6 @@ def sessions_loading(db: Database, user_id: str, skill: str, limit: int) -> list
     return found
 
 
-def count_sessions(db: Database, user_id: str, skill: str, limit: int) -> int:
-    return len(sessions_loading(db, user_id, skill, limit))
-
-
 def transcript(db: Database, session_id: str, skill: str) -> SkillSession:
     """The user's ask that led to the first load of the skill and everything after it, each message cut, bounded."""
     query = select(Message).where(Message.session_id == session_id).order_by(Message.id)

@@ -24,7 +24,7 @@ from shared.models.evolution import FINISHED, EvolutionRun, EvolutionRunPublic, 
 from shared.models.skills import SkillOrigin, SkillStagedWrite, SkillState, SkillWriter
 from shared.stores import skill_staged
 from shared.stores.skill_writes import SkillEditor
-from shared.stores.skills import SkillStore
+from shared.stores.skills import Located, SkillStore
 
 DAY = timedelta(hours=24)
 ACTIVE = (EvolutionStatus.queued.value, EvolutionStatus.running.value)
@@ -37,14 +37,15 @@ def _not_found() -> NotFound:
     return NotFound("No such evolution run.", code="evolution_run_not_found")
 
 
-def evolvable(store: SkillStore, name: str) -> None:
-    """Refuse a skill a run could never change: missing, archived or bundled (read-only)."""
+def evolvable(store: SkillStore, name: str) -> Located:
+    """The skill, refused when a run could never change it: missing, archived or bundled (read-only)."""
     skill = store.get(name)
     if skill.state is SkillState.archived:
         raise NotFound(f"The skill {name!r} is archived; restore it first.", code="skill_not_found")
     if skill.origin is SkillOrigin.bundled:
         raise InvalidInput(f"{name!r} is a bundled skill and read-only; only your own and the agent's skills evolve.",
                            code="skill_read_only")
+    return skill
 
 
 def spent_today(db: Database, user_id: str, now: datetime) -> tuple[int, int]:

@@ -11,7 +11,6 @@ that fails undoes the earlier ones, so an approval applies entirely or not at al
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,6 +31,7 @@ from shared.models.skills import SkillOrigin, SkillStagedWrite, SkillState, Skil
 from shared.stores import curator
 from shared.stores.curator_moves import UMBRELLA_NEW, curator_lock, move
 from shared.stores.skills import Located, SkillStore, refuse_threats
+from shared.textmatch.diff import whole_diff
 
 CONSOLIDATE = "consolidate"
 PENDING, APPROVED = "pending", "approved"  # skill_staged's statuses (that module imports this one)
@@ -104,19 +104,13 @@ def _check(store: SkillStore, proposal: Proposal) -> list[Located]:
     return skills
 
 
-def _diff(before: str, after: str, source: str, target: str) -> str:
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=source, tofile=target)
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
 def stage(store: SkillStore, settings: Settings, proposal: Proposal, now: datetime) -> SkillStagedWrite:
     """Keep a checked proposal as one pending skill write with its diff; refuses one that overlaps a pending one."""
     skills = _check(store, proposal)
     name, merged = proposal.umbrella, tuple(s.name for s in skills)
-    diff = _diff("", proposal.content, "/dev/null", f"b/{name}/{SKILL_FILE}") + "".join(
-        _diff(read_text(s.path / SKILL_FILE, SKILL_FILE), "", f"a/{s.name}/{SKILL_FILE}",
-              f"b/.archive/{s.name}/{SKILL_FILE} (archived)") for s in skills)
+    diff = whole_diff("", proposal.content, "/dev/null", f"b/{name}/{SKILL_FILE}") + "".join(
+        whole_diff(read_text(s.path / SKILL_FILE, SKILL_FILE), "", f"a/{s.name}/{SKILL_FILE}",
+                   f"b/.archive/{s.name}/{SKILL_FILE} (archived)") for s in skills)
     summary = (f"consolidate {', '.join(repr(n) for n in merged)} into {name!r} — the {len(merged)} are archived "
                f"({len(proposal.content)} chars)")
     row = SkillStagedWrite(id=new_id("ssw"), user_id=store.user_id, writer=SkillWriter.review.value,

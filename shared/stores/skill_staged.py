@@ -9,7 +9,6 @@ consolidation (action `consolidate`, shared.stores.skill_consolidations) is stag
 
 from __future__ import annotations
 
-import difflib
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,6 +27,7 @@ from shared.stores import skill_consolidations
 from shared.stores.skill_writes import ACTIONS, SkillEditor, argument_text
 from shared.stores.skills import SkillStore, refuse_threats
 from shared.textmatch import MatchFailure, find_and_replace
+from shared.textmatch.diff import whole_diff
 
 PENDING, APPROVED, DENIED, EXPIRED = "pending", "approved", "denied", "expired"
 DESCRIPTION_CHARS = 140
@@ -47,7 +47,8 @@ def planned_row(editor: SkillEditor, settings: Settings, action: str, args: dict
                 session_id: str | None = None) -> SkillStagedWrite:
     """The checked write with its diff, not yet saved: a caller may save it in its own transaction."""
     relative, before, after = _planned(editor, action, args)
-    diff = _diff(args.get("name", ""), relative, before, after)
+    name = args.get("name", "")
+    diff = whole_diff(before, after, f"a/{name}/{relative}", f"b/{name}/{relative}")
     now = utcnow()
     return SkillStagedWrite(id=new_id("ssw"), user_id=editor.store.user_id, session_id=session_id,
                             writer=editor.writer.value, action=action, name=args["name"],
@@ -104,12 +105,6 @@ def _planned(editor: SkillEditor, action: str, args: dict[str, Any]) -> tuple[st
                            code=f"skill_patch_{failure.kind}") from None
     editor.check_patched(name, relative, result.content)
     return relative, current, result.content
-
-
-def _diff(name: str, relative: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=f"a/{name}/{relative}", tofile=f"b/{name}/{relative}")
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def _summary(action: str, name: str, relative: str, before: str, after: str) -> str:

@@ -1,4 +1,5 @@
-"""A bounded unified diff of one edit: only the changed stretch of lines is handed to difflib."""
+"""Unified diffs: a bounded one of one edit (only the changed stretch of lines is handed to difflib), and a
+whole one of two texts for a write staged for approval."""
 
 from __future__ import annotations
 
@@ -30,6 +31,13 @@ def unified_diff(before: str, after: str, name: str) -> str:
     if len(text) > MAX_DIFF_CHARS:
         text = text[:MAX_DIFF_CHARS].rsplit("\n", 1)[0] + f"\n[diff cut at {MAX_DIFF_CHARS:,} characters]\n"
     return text
+
+
+def whole_diff(before: str, after: str, source: str, target: str) -> str:
+    """`diff -u` of two whole texts under the given file names, uncut; every line ends in a newline."""
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                 fromfile=source, tofile=target)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def _terminated(lines):

@@ -13,13 +13,10 @@ import pytest
 from shared.db import Database
 from shared.evolution.evidence import split
 from shared.stores import evolution_runs, sessions, users
-from tests.support.evolution import rubric, script_rubric
+from tests.support.evolution import NEEDED, WEAK, rubric, script_rubric
 from tests.support.processes import Stack, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests/conftest.py
-
-WEAK = "---\nname: {0}\ndescription: Deploy the billing app.\n---\n## Steps\n\n1. Build the image.\n"
-NEEDED = ["run the migrations", "drain the queue"]
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,8 @@ from services.demo_model.replies import Reply, latest_user_text, text
 from shared.models.sessions import Message
 
 MARKER = "[evolve:"
+WEAK = "---\nname: {0}\ndescription: Deploy the billing app.\n---\n## Steps\n\n1. Build the image.\n"
+NEEDED = ["run the migrations", "drain the queue"]  # the steps WEAK lacks
 TASK_LINE = re.compile(r"TASK: (.*?) STEPS: (.*?)(?:$|\n|\[)", re.S)
 
 
@@ -78,6 +80,15 @@ def script_rubric(model, calls: int = 2_000) -> None:
     model.on(MARKER, *([rubric] * calls))
 
 
+def weak_skill(db, settings, user_id: str, name: str = "deploy-billing") -> str:
+    """An agent-made skill with one step of the three its tasks need; returns its name."""
+    from shared.stores.skill_writes import SkillEditor
+    from shared.stores.skills import SkillStore
+
+    SkillEditor(SkillStore.for_user(db, settings, user_id), "review").create(name, WEAK.format(name))
+    return name
+
+
 def new_session(db, user_id: str) -> str:
     from shared.stores import sessions
 
@@ -105,4 +116,5 @@ def session_that_loaded(db, user_id: str, skill: str, task: str, steps: list[str
     return session_id
 
 
-__all__ = ["Message", "load_skill_in", "new_session", "rubric", "script_rubric", "session_that_loaded"]
+__all__ = ["NEEDED", "WEAK", "Message", "load_skill_in", "new_session", "rubric", "script_rubric",
+           "session_that_loaded", "weak_skill"]

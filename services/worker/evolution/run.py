@@ -98,8 +98,7 @@ def run_evolution(db: Database, settings: Settings, llm: LLMClient, run_id: str,
 def _run(db: Database, settings: Settings, model: RunModel, run: EvolutionRun) -> EvolutionStatus:
     meter = model.meter
     store = SkillStore.for_user(db, settings, run.user_id)
-    evolution_runs.evolvable(store, run.skill)
-    current = read_text(store.get(run.skill).path / SKILL_FILE, SKILL_FILE)
+    current = read_text(evolution_runs.evolvable(store, run.skill).path / SKILL_FILE, SKILL_FILE)
     if len(current) > settings.evolve_max_skill_chars:
         evolution_runs.finish(db, run.id, EvolutionStatus.no_improvement, meter,
                               f"SKILL.md is {len(current):,} characters, over the {settings.evolve_max_skill_chars:,} "

@@ -8,15 +8,10 @@ import threading
 from shared.llm import get_llm
 from shared.models.evolution import EvolutionRun
 from shared.stores import evolution_runs
-from shared.stores.skill_writes import SkillEditor
-from shared.stores.skills import SkillStore
 from services.worker.evolution.run import run_evolution
-from tests.support.evolution import script_rubric, session_that_loaded
+from tests.support.evolution import NEEDED, script_rubric, session_that_loaded, weak_skill
 from tests.support.factories import make_user
 from tests.support.waiting import wait_until
-
-WEAK = "---\nname: {0}\ndescription: Deploy the billing app.\n---\n## Steps\n\n1. Build the image.\n"
-NEEDED = ["run the migrations", "drain the queue"]
 
 
 def queued_run(db, user_id: str) -> EvolutionRun:
@@ -26,7 +21,7 @@ def queued_run(db, user_id: str) -> EvolutionRun:
 
 def test_evolve_skill_follows_the_run_to_its_proposal_with_scores_and_cost(hstack, db, settings, model, monkeypatch):
     user = make_user(db)
-    SkillEditor(SkillStore.for_user(db, settings, user.id), "review").create("cli-billing", WEAK.format("cli-billing"))
+    weak_skill(db, settings, user.id, "cli-billing")
     for n in range(6):
         session_that_loaded(db, user.id, "cli-billing", f"ship billing {n}", NEEDED)
     script_rubric(model)
@@ -51,7 +46,7 @@ def test_evolve_skill_follows_the_run_to_its_proposal_with_scores_and_cost(hstac
 
 def test_cancel_and_the_errors_a_user_sees(hstack, db, settings, monkeypatch):
     user = make_user(db)
-    SkillEditor(SkillStore.for_user(db, settings, user.id), "review").create("cli-notes", WEAK.format("cli-notes"))
+    weak_skill(db, settings, user.id, "cli-notes")
     monkeypatch.setenv("HSTACK_API_KEY", user.key)
     code, out, _ = hstack("evolve", "skill", "cli-notes", "--no-wait")
     assert code == 0 and "queued on the reviewer pool" in out
@@ -68,7 +63,7 @@ def test_an_operator_starts_a_run_for_a_user_by_name_from_the_server(hstack, db,
     import shared.queue.app
 
     user = make_user(db)
-    SkillEditor(SkillStore.for_user(db, settings, user.id), "review").create("op-notes", WEAK.format("op-notes"))
+    weak_skill(db, settings, user.id, "op-notes")
     sent: list = []
     monkeypatch.setattr(shared.queue.app, "enqueue", lambda name, payload: sent.append((name, payload.run_id)))
 

@@ -12,20 +12,12 @@ from shared.stores import evolution_runs, skill_staged
 from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from services.worker.evolution.run import run_evolution
-from tests.support.evolution import load_skill_in, new_session, script_rubric, session_that_loaded
-
-WEAK = "---\nname: {0}\ndescription: Deploy the billing app.\n---\n## Steps\n\n1. Build the image.\n"
-NEEDED = ["run the migrations", "drain the queue"]
-
+from tests.support.evolution import (NEEDED, WEAK, load_skill_in, new_session, script_rubric, session_that_loaded,
+                                     weak_skill)
 
 @pytest.fixture
 def evolve_settings(settings):
     return settings.model_copy(update={"evolve_min_sessions": 4, "evolve_metric_calls": 60, "evolve_daily_runs": 50})
-
-
-def weak_skill(db, settings, user_id: str, name: str = "deploy-billing") -> str:
-    SkillEditor(SkillStore.for_user(db, settings, user_id), "review").create(name, WEAK.format(name))
-    return name
 
 
 def run(db, settings, user_id: str, skill: str, budget: int | None = None):

@@ -9,11 +9,8 @@ from shared.stores.skill_writes import SkillEditor
 from shared.stores.skills import SkillStore
 from services.worker.evolution.run import run_evolution
 from tests.services.api.console.conftest import Browser
-from tests.support.evolution import script_rubric, session_that_loaded
+from tests.support.evolution import NEEDED, WEAK, script_rubric, session_that_loaded
 from tests.support.factories import make_user
-
-WEAK = "---\nname: {0}\ndescription: Deploy the billing app.\n---\n## Steps\n\n1. Build the image.\n"
-NEEDED = ["run the migrations", "drain the queue"]
 
 
 def test_a_proposal_approved_in_the_console_becomes_the_skill_and_the_ledger_restores_the_old_one(
