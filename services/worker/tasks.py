@@ -1,5 +1,5 @@
-"""Celery tasks of the worker service (queue `turns`) and the reviewer (queue `review`, same code):
-run_turn, resume_turn, review_session, and consolidate_skills (the curator's model pass, sent after a pass).
+"""Celery tasks of the worker service (queue `turns`: turns and MCP probes) and the reviewer (queue `review`,
+same code: reviews, skill evolutions, the curator's consolidation pass, embeddings).
 
 Run it with `celery -A services.worker.tasks worker -Q turns`; the thread pool and its size
 (WORKER_CONCURRENCY) are the defaults set here, and command-line flags override them.
@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from typing import Any, TypeVar
 
 from celery import signals
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from shared.config import get_settings
 from shared.ops.logs import setup_logging
@@ -25,31 +26,38 @@ from shared.queue.payloads import (
 )
 from services.worker.consolidate import consolidate_user
 from services.worker.review import embed
-from services.worker.agent.drain import drain_session
+from services.worker.agent.drain import drain_session, send
 from services.worker.review.drain import drain_reviews
 from services.worker.mcp_client.probe import probe
 from services.worker.agent.outcome import TRANSIENT_ERRORS
-from services.worker.agent.drain import send
 from services.worker.runtime import SHUTDOWN, current_runtime, get_runtime, stop_runtime
 from shared.stores import turns
 
 log = logging.getLogger(__name__)
 
 MAX_RETRIES = 5
+P = TypeVar("P", bound=BaseModel)
 
 app = get_celery()
 app.conf.worker_pool = "threads"
 app.conf.worker_concurrency = get_settings().worker_concurrency
 
 
+def _payload(model: type[P], task: str, kwargs: dict[str, Any]) -> P | None:
+    """The task's payload, or None after logging that a malformed one was dropped (never retried)."""
+    try:
+        return model(**kwargs)
+    except ValidationError as exc:
+        log.error("%s dropped a malformed payload: %s", task, exc.errors(include_url=False))
+        return None
+
+
 @app.task(name=RUN_TURN, bind=True, autoretry_for=TRANSIENT_ERRORS, retry_backoff=True, retry_backoff_max=60,
           retry_jitter=True, max_retries=MAX_RETRIES)
 def run_turn(self, **kwargs) -> int:
     """Drain the session of the turn named in the payload; retried only when the database or Redis blinked."""
-    try:
-        payload = RunTurn(**kwargs)
-    except ValidationError as exc:
-        log.error("run_turn dropped a malformed payload: %s", exc.errors(include_url=False))
+    payload = _payload(RunTurn, RUN_TURN, kwargs)
+    if payload is None:
         return 0
     return drain_session(get_runtime(), payload.session_id)
 
@@ -58,10 +66,8 @@ def run_turn(self, **kwargs) -> int:
           retry_jitter=True, max_retries=MAX_RETRIES)
 def resume_turn(self, **kwargs) -> int:
     """Continue a turn whose approval was decided: it is the session's next turn, so draining the session runs it."""
-    try:
-        payload = ResumeTurn(**kwargs)
-    except ValidationError as exc:
-        log.error("resume_turn dropped a malformed payload: %s", exc.errors(include_url=False))
+    payload = _payload(ResumeTurn, RESUME_TURN, kwargs)
+    if payload is None:
         return 0
     return drain_session(get_runtime(), payload.session_id)
 
@@ -70,10 +76,8 @@ def resume_turn(self, **kwargs) -> int:
           retry_jitter=True, max_retries=MAX_RETRIES)
 def review_session(self, **kwargs) -> int:
     """Run the due background reviews of the payload's session (queue `review`, service `reviewer`)."""
-    try:
-        payload = ReviewSession(**kwargs)
-    except ValidationError as exc:
-        log.error("review_session dropped a malformed payload: %s", exc.errors(include_url=False))
+    payload = _payload(ReviewSession, REVIEW_SESSION, kwargs)
+    if payload is None:
         return 0
     return drain_reviews(get_runtime(), payload.session_id)
 
@@ -81,10 +85,8 @@ def review_session(self, **kwargs) -> int:
 @app.task(name=PROBE_MCP_SERVER)
 def probe_mcp_server(**kwargs) -> bool:
     """Connect to one MCP server and record its health and tools (`hstack mcp test`)."""
-    try:
-        payload = ProbeMcpServer(**kwargs)
-    except ValidationError as exc:
-        log.error("probe_mcp_server dropped a malformed payload: %s", exc.errors(include_url=False))
+    payload = _payload(ProbeMcpServer, PROBE_MCP_SERVER, kwargs)
+    if payload is None:
         return False
     return probe(get_runtime().settings, payload.server, payload.user_id)
 
@@ -92,10 +94,8 @@ def probe_mcp_server(**kwargs) -> bool:
 @app.task(name=EVOLVE_SKILL, bind=True)
 def evolve_skill(self, **kwargs) -> str | None:
     """Run one skill evolution (queue `review`, the reviewer pool); never retried: a run spends tokens once."""
-    try:
-        payload = EvolveSkill(**kwargs)
-    except ValidationError as exc:
-        log.error("evolve_skill dropped a malformed payload: %s", exc.errors(include_url=False))
+    payload = _payload(EvolveSkill, EVOLVE_SKILL, kwargs)
+    if payload is None:
         return None
     from services.worker.evolution.run import run_evolution  # gepa loads in ~150 ms: only on a reviewer that runs one
 
@@ -107,10 +107,8 @@ def evolve_skill(self, **kwargs) -> str | None:
           retry_backoff_max=60, retry_jitter=True, max_retries=MAX_RETRIES)
 def consolidate_skills(self, **kwargs) -> str:
     """The curator's model pass over one user's skills (queue `review`): umbrellas staged for approval."""
-    try:
-        payload = ConsolidateSkills(**kwargs)
-    except ValidationError as exc:
-        log.error("consolidate_skills dropped a malformed payload: %s", exc.errors(include_url=False))
+    payload = _payload(ConsolidateSkills, CONSOLIDATE_SKILLS, kwargs)
+    if payload is None:
         return ""
     return consolidate_user(get_settings(), payload.user_id)
 
@@ -119,10 +117,8 @@ def consolidate_skills(self, **kwargs) -> str:
           retry_jitter=True, max_retries=MAX_RETRIES)
 def embed_messages(self, **kwargs) -> int:
     """Embed the payload's session's messages for hybrid search (queue `review`); off the turn's path."""
-    try:
-        payload = EmbedMessages(**kwargs)
-    except ValidationError as exc:
-        log.error("embed_messages dropped a malformed payload: %s", exc.errors(include_url=False))
+    payload = _payload(EmbedMessages, EMBED_MESSAGES, kwargs)
+    if payload is None:
         return 0
     return embed.embed(get_runtime(), payload.session_id)
 

@@ -99,6 +99,7 @@ class ProbeMcpServer(BaseModel):
     server: str
     user_id: str | None = None
 
+
 class EvolveSkill(BaseModel):
     """Run one skill evolution (its row is committed first, status queued)."""
 

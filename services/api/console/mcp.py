@@ -11,13 +11,12 @@ from pydantic import ValidationError
 from services.api.console.actions import attempt, invalid
 from services.api.console.deps import ConsoleForm, ConsoleUser, redirect
 from services.api.console.render import render
-from shared.errors import Conflict, NotFound
+from services.api.routes import mcp as servers
+from shared.errors import NotFound
 from shared.files import mcp_servers
 from shared.mcp import health
 from shared.messaging.connections import get_redis
-from shared.mcp.servers import McpServerIn, McpServerPublic
-from shared.queue.names import PROBE_MCP_SERVER
-from shared.queue.payloads import ProbeMcpServer
+from shared.mcp.servers import McpServerIn
 
 router = APIRouter(include_in_schema=False)
 
@@ -25,10 +24,7 @@ router = APIRouter(include_in_schema=False)
 @router.get("/mcp")
 def mcp_page(request: Request, user: ConsoleUser):
     settings = request.app.state.settings
-    r = get_redis(settings)
-    servers = [McpServerPublic.of(s, scope, health.read(r, scope, s.name))
-               for scope, s in mcp_servers.servers_for(settings.data_dir, user.id)]
-    return render(request, "mcp.html", active="mcp", servers=servers)
+    return render(request, "mcp.html", active="mcp", servers=servers.listing(settings, get_redis(settings), user.id))
 
 
 @router.post("/mcp/servers")
@@ -42,12 +38,7 @@ def add_server(request: Request, user: ConsoleUser, form: ConsoleForm):
         return redirect(request, "/mcp", f"Not accepted: {exc}", "alert")
 
     def add() -> None:
-        if any(s.name == body.name for s in mcp_servers.load(state.settings.data_dir, mcp_servers.GLOBAL)):
-            raise Conflict(f"The owner already configured an MCP server named {body.name!r}.")
-        mcp_servers.add(state.settings.data_dir, user.id, body, max_servers=state.settings.mcp_max_servers)
-        health.forget(get_redis(state.settings), user.id, body.name)
-        health.record(get_redis(state.settings), user.id, body.name, "starting")
-        state.enqueue(PROBE_MCP_SERVER, ProbeMcpServer(server=body.name, user_id=user.id))
+        servers.add(state.settings, get_redis(state.settings), state.enqueue, user.id, body)
 
     return attempt(request, "/mcp", add, "Added: a worker is connecting to it.")
 
@@ -59,7 +50,7 @@ def act(request: Request, name: str, action: str, user: ConsoleUser, form: Conso
     if action == "test":
         def test() -> None:
             mcp_servers.find(state.settings.data_dir, user.id, name)
-            state.enqueue(PROBE_MCP_SERVER, ProbeMcpServer(server=name, user_id=user.id))
+            servers.ask_probe(state.enqueue, user.id, name)
         return attempt(request, "/mcp", test, "Testing: reload in a moment for the result.")
     if action == "remove":
         def remove() -> None:

@@ -97,6 +97,12 @@ def write_key(tool: str) -> str:
     return f"{MCP_WRITE}: {tool}"[:255]
 
 
+def write_refused(tool: str) -> Check:
+    """An MCP write where no human can be asked: refused, the model told it needs approval."""
+    reason = f"{MCP_WRITE} ({tool}) needs a human's approval and none can be asked here"
+    return Check("refuse", refusal_for(Decision("refuse", reason, "unattended")))
+
+
 class UnattendedGate:
     """No human to ask and no guardian: the floor and deny list apply, and a dangerous command is refused."""
 
@@ -115,8 +121,7 @@ class UnattendedGate:
         """An MCP write runs unattended only with approvals off."""
         if self.settings.approval_mode == "off":
             return Check("run")
-        return Check("refuse", refusal_for(Decision("refuse", f"{MCP_WRITE} ({tool}) needs a human's approval and "
-                                                    "none can be asked here", "unattended")))
+        return write_refused(tool)
 
 
 class TurnGate:
@@ -175,8 +180,7 @@ class TurnGate:
                           key=key)
         if not self.turn.interactive:
             approvals.record(self.db, verdict, approved=False)
-            return Check("refuse", refusal_for(Decision("refuse", f"{MCP_WRITE} ({tool}) needs a human's approval "
-                                                        "and none can be asked here", "unattended", key)))
+            return write_refused(tool)
         return Check("ask", verdict=verdict)
 
     def approved(self, answer: Approval, now: Decision) -> Decision:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import anyio
 import mcp_types as types
 import redis
 from mcp import MCPError
@@ -165,8 +166,6 @@ class Pool:
 
         @asynccontextmanager
         async def stdio(on_end):
-            import anyio
-
             sandbox = self.sandbox or Sandbox.from_settings(settings)
             process = await anyio.to_thread.run_sync(sandboxed.start, server.command, server.env,
                                                      target.workspace, sandbox)

@@ -51,23 +51,25 @@ def _task(n: int, item: Any) -> Task:
 
 def result(rows: list[Delegation]) -> str:
     """What the parent reads: every task's status, summary and error, in task order."""
-    out = []
-    for row in rows:
-        entry: dict[str, Any] = {"task": row.position + 1, "goal": row.goal[:200], "status": row.status,
-                                 "summary": row.summary}
-        if row.error:
-            entry["error"] = row.error
-        out.append(entry)
-    done = sum(1 for row in rows if row.status == DelegationStatus.completed.value)
-    return json.dumps({"completed": done, "of": len(rows), "results": out}, ensure_ascii=False)
+    return _report([_entry(row.position + 1, row.goal, row.status, row.summary, row.error) for row in rows])
 
 
 def refused_result(tasks: list[Task], cap: int) -> str:
     """No room left under the cap: every task refused at once, none started."""
     why = f"Refused: a turn may start at most {cap} subtasks and has no room left; do the work yourself."
-    return json.dumps({"completed": 0, "of": len(tasks), "results": [
-        {"task": i, "goal": t.goal[:200], "status": DelegationStatus.refused.value, "summary": None, "error": why}
-        for i, t in enumerate(tasks, 1)]}, ensure_ascii=False)
+    return _report([_entry(i, t.goal, DelegationStatus.refused.value, None, why) for i, t in enumerate(tasks, 1)])
+
+
+def _entry(task: int, goal: str, status: str, summary: str | None, error: str | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"task": task, "goal": goal[:200], "status": status, "summary": summary}
+    if error:
+        entry["error"] = error
+    return entry
+
+
+def _report(entries: list[dict[str, Any]]) -> str:
+    done = sum(1 for entry in entries if entry["status"] == DelegationStatus.completed.value)
+    return json.dumps({"completed": done, "of": len(entries), "results": entries}, ensure_ascii=False)
 
 
 def delegate_task(ctx: ToolContext, args: dict[str, Any]) -> str:
