@@ -14,7 +14,7 @@ import os
 
 from shared.config import Settings
 from shared.errors import BadRequest, HermesError
-from shared.media.inbox import InboxFile, Saved, workspace_of
+from shared.media.inbox import Saved, save_bytes, workspace_of
 from shared.media.remote import fetch_image
 from shared.security.paths import resolve_inside
 
@@ -50,13 +50,7 @@ def _save(settings: Settings, user_id: str, url: str, index: int) -> Saved:
     where = f"image {index + 1} of the last message"
     try:
         data = _decoded(url) if url.startswith("data:") else fetch_image(settings, url)
-        inbox = InboxFile(settings, user_id, f"image-{index + 1}")
-        try:
-            inbox.write(data)
-            saved = inbox.finish()
-        except BaseException:
-            inbox.abort()
-            raise
+        saved = save_bytes(settings, user_id, f"image-{index + 1}", data)
     except HermesError as exc:
         raise InvalidImage(f"{where}: {exc.message}") from None
     if saved.kind != "image":

@@ -67,13 +67,18 @@ def shared_http_client() -> httpx.Client:
         return _http[1]
 
 
+def is_anthropic(settings: Settings) -> bool:
+    """The model speaks Anthropic Messages: LLM_PROVIDER=anthropic, or `auto` with an api.anthropic.com URL."""
+    provider = settings.llm_provider.strip().lower()
+    host = urlparse(settings.llm_base_url or "").hostname
+    return provider == "anthropic" or (provider == "auto" and host == "api.anthropic.com")
+
+
 def make_transport(settings: Settings, http: httpx.Client, api_key: str | None, timeout: httpx.Timeout):
     """Anthropic Messages for LLM_PROVIDER=anthropic or an api.anthropic.com URL; else OpenAI-compatible."""
-    provider = settings.llm_provider.strip().lower()
-    if provider not in PROVIDERS:
+    if settings.llm_provider.strip().lower() not in PROVIDERS:
         raise ValueError(f"LLM_PROVIDER must be one of {', '.join(PROVIDERS)}, not {settings.llm_provider!r}")
-    host = urlparse(settings.llm_base_url).hostname
-    if provider == "anthropic" or (provider == "auto" and host == "api.anthropic.com"):
+    if is_anthropic(settings):
         return AnthropicTransport(http, settings.llm_base_url, api_key, timeout, settings.llm_max_tokens)
     return OpenAICompatTransport(http, settings.llm_base_url, api_key, timeout)
 

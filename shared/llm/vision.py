@@ -7,17 +7,11 @@ that refuses a request with an image part.
 
 from __future__ import annotations
 
-from urllib.parse import urlparse
-
 from shared.config import Settings
+from shared.llm.client import is_anthropic
 
 VISION_MAX_TOKENS = 1024
-
-
-def is_anthropic(settings: Settings) -> bool:
-    provider = settings.llm_provider.strip().lower()
-    host = urlparse(settings.llm_base_url or "").hostname
-    return provider == "anthropic" or (provider == "auto" and host == "api.anthropic.com")
+IMAGE_MAX_BYTES = 5 * 1024 * 1024  # Anthropic's limit for one image; the most a model call carries inline
 
 
 def model_sees_images(settings: Settings) -> bool:

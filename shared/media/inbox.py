@@ -131,6 +131,17 @@ class InboxFile:
                 setattr(self, attr, None)
 
 
+def save_bytes(settings: Settings, user_id: str, filename: str | None, data: bytes) -> Saved:
+    """`data`, already whole in memory, written to the inbox as one chunk; nothing is kept when it is refused."""
+    inbox = InboxFile(settings, user_id, filename)
+    try:
+        inbox.write(data)
+        return inbox.finish()
+    except BaseException:
+        inbox.abort()
+        raise
+
+
 def _open_inbox(workspace: Path, day: date) -> int:
     """A descriptor of `inbox/<day>/` in the workspace, made when missing; a link anywhere on the way is refused."""
     workspace.mkdir(parents=True, exist_ok=True)

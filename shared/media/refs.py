@@ -15,11 +15,12 @@ STT_HELP = ("Voice notes are kept but not transcribed: set STT_BASE_URL (an Open
 
 
 def size_words(size: int) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
+    """A size as people read it: `512 bytes`, `12.0 KB`, … up to GB."""
+    for unit in ("bytes", "KB", "MB"):
+        if size < 1024:
             return f"{size} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
         size /= 1024
-    return f"{size} bytes"
+    return f"{size:.1f} GB"
 
 
 def saved_line(att: Attachment, how: str = "") -> str:

@@ -22,12 +22,8 @@ BACKOFF_MAX_SECONDS = 60.0
 
 
 def record(db: Database, user_id: str, target: str, chat_id: str, turn_id: str | None,
-           text: str | None, attachment_id: str | None = None) -> OutboxItem:
-    """One item to deliver; with `attachment_id` a file whose caption is `text` (never None then)."""
-    if attachment_id is not None and text is None:
-        text = ""
-    row = OutboxItem(id=new_id("out"), user_id=user_id, target=target, chat_id=chat_id, turn_id=turn_id, text=text,
-                     attachment_id=attachment_id)
+           text: str | None) -> OutboxItem:
+    row = OutboxItem(id=new_id("out"), user_id=user_id, target=target, chat_id=chat_id, turn_id=turn_id, text=text)
     with db.write() as s:
         s.add(row)
     return row

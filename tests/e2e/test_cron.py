@@ -26,13 +26,6 @@ CHAT = 6101
 
 
 @pytest.fixture(scope="module")
-def telegram():
-    fake = FakeTelegram().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
 def stack(fake_model, telegram):
     s = Stack(model_url=fake_model.base_url,
               env_overrides={**gateway_env(), "APPROVAL_MODE": "manual", "TERMINAL_SANDBOX": "none",

@@ -33,13 +33,6 @@ FLOOD = 400
 
 
 @pytest.fixture(scope="module")
-def telegram():
-    fake = FakeTelegram().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
 def stack(fake_model, telegram):
     s = Stack(model_url=fake_model.base_url, env_overrides={**gateway_env(), "RATE_LIMIT_PER_MINUTE": str(API_LIMIT)})
     with s:

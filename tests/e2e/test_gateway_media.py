@@ -16,7 +16,6 @@ from tests.fakes.model import text, tool_call
 from tests.fakes.speech import FakeSpeech
 from tests.fakes.tts import OPUS as SPOKEN
 from tests.fakes.tts import FakeTTS
-from tests.fakes.telegram import FakeTelegram
 from tests.support.media import pdf_with_text
 from tests.support.gateway import gateway_env, start_gateway
 from tests.support.processes import Stack
@@ -28,13 +27,6 @@ JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00" +
 OPUS = b"OggS\x00\x02" + b"\x00" * 22 + b"\x13OpusHead\x01\x01" + b"\x00" * 300
 ELF = b"\x7fELF\x02\x01\x01" + b"\x00" * 500
 TRANSCRIPT = "please water the basil on the balcony tonight"
-
-
-@pytest.fixture(scope="module")
-def telegram():
-    fake = FakeTelegram().start()
-    yield fake
-    fake.stop()
 
 
 @pytest.fixture(scope="module")

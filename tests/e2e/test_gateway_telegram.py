@@ -18,13 +18,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.once]  # process behaviour: see tests
 
 
 @pytest.fixture(scope="module")
-def telegram():
-    fake = FakeTelegram().start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture(scope="module")
 def stack(fake_model, telegram):
     s = Stack(model_url=fake_model.base_url,
               env_overrides={**gateway_env(), "APPROVAL_MODE": "manual", "TERMINAL_SANDBOX": "none"})

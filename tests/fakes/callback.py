@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
+from tests.support import loopback
 from tests.support.env import free_port
 
 
@@ -19,25 +20,17 @@ class CallbackServer:
     def start(self) -> "CallbackServer":
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_args) -> None:
-                pass
-
+        class Handler(loopback.QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with fake.lock:
                     fake.received.append(({k: v for k, v in self.headers.items()}, body))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                self.answer(200)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = loopback.serve(Handler, self.port)
         return self
 
     def stop(self) -> None:
         if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+            loopback.stop(self.server)
             self.server = None

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support import loopback
 
 
 @dataclass
@@ -19,22 +19,14 @@ class FakeSpeech:
     def start(self) -> "FakeSpeech":
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_args) -> None:
-                pass
-
+        class Handler(loopback.QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 fake.received.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 payload = json.dumps({"text": fake.text} if fake.status == 200 else {"error": "no"}).encode()
-                self.send_response(fake.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self.answer(fake.status, payload, "application/json")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = loopback.serve(Handler)
         return self
 
     @property
@@ -42,5 +34,4 @@ class FakeSpeech:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        loopback.stop(self.server)

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl
 
+from tests.support import loopback
 from tests.support.env import free_port
 from tests.support.waiting import wait_until
 
@@ -52,26 +53,20 @@ class FakeTelegram:
     def start(self) -> "FakeTelegram":
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_args) -> None:
-                pass
-
+        class Handler(loopback.QuietHandler):
             def do_POST(self) -> None:
                 fake._handle(self)
 
             do_GET = do_POST
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = loopback.serve(Handler, self.port)
         return self
 
     def stop(self) -> None:
         if self.server is not None:
             with self.cond:
                 self.cond.notify_all()
-            self.server.shutdown()
-            self.server.server_close()
+            loopback.stop(self.server)
 
     # -- what a test does ----------------------------------------------------------------------------
 
@@ -173,7 +168,7 @@ class FakeTelegram:
             self.cond.notify_all()
         return update_id
 
-    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+    def _handle(self, handler: loopback.QuietHandler) -> None:
         if handler.path.startswith(f"/file/bot{self.token}/"):
             return self._download(handler, handler.path[len(f"/file/bot{self.token}/"):])
         prefix = f"/bot{self.token}/"
@@ -201,27 +196,18 @@ class FakeTelegram:
             return self._reply(handler, exc.status, {"ok": False, "error_code": exc.status, "description": str(exc)})
         return self._reply(handler, 200, {"ok": True, "result": result})
 
-    def _download(self, handler: BaseHTTPRequestHandler, file_path: str) -> None:
+    def _download(self, handler: loopback.QuietHandler, file_path: str) -> None:
         with self.cond:
             self.calls.append(Call("download", {"file_path": file_path}))
             data = next((d for p, d in self.files.values() if p == file_path), None)
         if data is None:
             return self._reply(handler, 404, {"ok": False, "error_code": 404, "description": "Not Found"})
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/octet-stream")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        handler.answer(200, data, "application/octet-stream")
 
     @staticmethod
-    def _reply(handler: BaseHTTPRequestHandler, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
+    def _reply(handler: loopback.QuietHandler, status: int, body: dict) -> None:
         try:
-            handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(data)))
-            handler.end_headers()
-            handler.wfile.write(data)
+            handler.answer(status, json.dumps(body).encode(), "application/json")
         except (BrokenPipeError, ConnectionResetError):
             pass  # the bot hung up on a long poll (it is stopping)
 

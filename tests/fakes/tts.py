@@ -4,8 +4,8 @@ request and answers with `reply` (status, body), by default a small OGG/Opus fil
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.support import loopback
 
 OPUS = b"OggS\x00\x02" + b"\x00" * 22 + b"OpusHead" + b"\x01" * 200
 
@@ -16,24 +16,15 @@ class FakeTTS:
         self.reply: tuple[int, bytes] = (200, OPUS)
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_args) -> None:
-                pass
-
+        class Handler(loopback.QuietHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
                 status, data = fake.reply
-                self.send_response(status)
-                self.send_header("Content-Type", "audio/ogg")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.answer(status, data, "audio/ogg")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = loopback.serve(Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        loopback.stop(self.server)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 
 from shared.db import Database
-from shared.media.inbox import InboxFile
+from shared.media.inbox import save_bytes
 from shared.models.attachments import Attachment
 from shared.stores import attachments
 
@@ -34,9 +35,5 @@ def pdf_with_text(text: str) -> bytes:
 
 def attach(settings, db: Database, user_id: str, session_id: str, data: bytes, name: str) -> Attachment:
     """Store `data` in the user's inbox and record it, as POST /v1/sessions/{id}/attachments does."""
-    inbox = InboxFile(settings, user_id, name)
-    inbox.write(data)
-    saved = inbox.finish()
-    return attachments.add_attachment(db, user_id=user_id, session_id=session_id, kind=saved.kind,
-                                      filename=saved.filename, mime=saved.mime, size=saved.size, path=saved.path,
-                                      sha256=saved.sha256)
+    saved = save_bytes(settings, user_id, name, data)
+    return attachments.add_attachment(db, user_id=user_id, session_id=session_id, **asdict(saved))

@@ -106,9 +106,9 @@ class TelegramPlatform:
 
     async def on_message(self, update: Update, _context: ContextTypes.DEFAULT_TYPE) -> None:
         message, sender = update.effective_message, update.effective_user
-        item = media.incoming(message) if message is not None else None
         if message is None or sender is None or sender.is_bot:
             return
+        item = media.incoming(message)
         if not message.text and item is None and not media.unsupported(message):
             return
         try:

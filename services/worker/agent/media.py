@@ -17,7 +17,7 @@ from shared.config import Settings
 from shared.db import Database
 from shared.errors import HermesError
 from shared.llm.audio import stt_configured, transcribe
-from shared.llm.vision import model_sees_images, vision_configured
+from shared.llm.vision import IMAGE_MAX_BYTES, model_sees_images, vision_configured
 from shared.media import refs, sniff
 from shared.media.inbox import workspace_of
 from shared.models.attachments import Attachment
@@ -28,7 +28,6 @@ from shared.stores import attachments
 
 log = logging.getLogger(__name__)
 
-INLINE_IMAGE_MAX_BYTES = 5 * 1024 * 1024  # Anthropic's limit for one image; larger ones are named, not sent
 IMAGE_MARK = "[image attached: "
 
 
@@ -102,7 +101,7 @@ def _heard(settings: Settings, db: Database, f: Attachment) -> str | None:
 def _image_part(settings: Settings, f: Attachment) -> dict | None:
     """An OpenAI `image_url` part with the file as a data URL; None when it is gone, too large or no image now."""
     path = _file(settings, f)
-    if path is None or path.stat().st_size > INLINE_IMAGE_MAX_BYTES:
+    if path is None or path.stat().st_size > IMAGE_MAX_BYTES:  # a larger one is named, not sent
         return None
     return sniff.image_part(path.read_bytes())  # None when the agent has replaced the file since
 

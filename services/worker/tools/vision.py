@@ -13,10 +13,9 @@ from services.worker.tools.registry import Tool, ToolContext
 from services.worker.tools.workspace import open_regular, opened
 from shared.errors import InvalidInput
 from shared.llm import get_llm
-from shared.llm.vision import vision_configured, vision_settings
+from shared.llm.vision import IMAGE_MAX_BYTES, vision_configured, vision_settings
 from shared.media import sniff
 
-MAX_IMAGE_BYTES = 5 * 1024 * 1024
 DEFAULT_QUESTION = "Describe this image in detail: what it shows, any text in it, anything notable."
 MAX_QUESTION_CHARS = 2000
 
@@ -26,9 +25,9 @@ def vision_analyze(ctx: ToolContext, args: dict[str, Any]) -> str:
     path = str(args.get("path") or "")
     question = str(args.get("question") or DEFAULT_QUESTION)[:MAX_QUESTION_CHARS]
     with opened(ctx) as ws, open_regular(ws, path) as fh:
-        data = fh.read(MAX_IMAGE_BYTES + 1)
-    if len(data) > MAX_IMAGE_BYTES:
-        raise InvalidInput(f"{path} is larger than {MAX_IMAGE_BYTES} bytes; vision_analyze takes smaller images.")
+        data = fh.read(IMAGE_MAX_BYTES + 1)
+    if len(data) > IMAGE_MAX_BYTES:
+        raise InvalidInput(f"{path} is larger than {IMAGE_MAX_BYTES} bytes; vision_analyze takes smaller images.")
     part = sniff.image_part(data)
     if part is None:
         raise InvalidInput(f"{path} is not a PNG, JPEG, GIF or WebP image.")

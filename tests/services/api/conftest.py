@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import httpx
+import openai
 import pytest
 
+from shared.queue.app import enqueue
 from tests.services.api.helpers import EnqueueRecorder
 from tests.support.live import serve_api
+from tests.support.worker import inprocess_worker
 
 
 @pytest.fixture(scope="session")
@@ -39,3 +42,21 @@ def client(api):
 @pytest.fixture
 def admin_headers(settings):
     return {"Authorization": f"Bearer {settings.admin_api_key.get_secret_value()}"}
+
+
+@pytest.fixture(scope="module")
+def chat_api(settings):
+    """An api of the module's own that really enqueues, with a worker draining the turns queue."""
+    from services.api.main import create_app
+
+    app = create_app(settings)
+    app.state.enqueue = enqueue
+    with inprocess_worker(), serve_api(app) as base_url:
+        yield base_url
+
+
+@pytest.fixture
+def oai(chat_api, user):
+    """The official `openai` client on `chat_api`, as the test's user."""
+    with openai.OpenAI(base_url=f"{chat_api}/v1", api_key=user.key, max_retries=0, timeout=30) as client:
+        yield client

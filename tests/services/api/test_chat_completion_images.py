@@ -4,60 +4,30 @@ stored in the caller's workspace inbox and carried by the turn; a bad part is on
 from __future__ import annotations
 
 import base64
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import openai
 import pytest
 
 from services.api.image_parts import InvalidImage, save_images
 from shared.media.inbox import workspace_of
-from shared.queue.app import enqueue
 from shared.stores import attachments
 from tests.fakes.model import text
-from tests.support.live import serve_api
+from tests.support import loopback
 from tests.support.media import PNG
-from tests.support.worker import inprocess_worker
 
 DATA_URL = "data:image/png;base64," + base64.b64encode(PNG).decode()
-
-
-@pytest.fixture(scope="module")
-def chat_api(settings):
-    from services.api.main import create_app
-
-    app = create_app(settings)
-    app.state.enqueue = enqueue
-    with inprocess_worker(), serve_api(app) as base_url:
-        yield base_url
-
-
-@pytest.fixture
-def oai(chat_api, user):
-    with openai.OpenAI(base_url=f"{chat_api}/v1", api_key=user.key, max_retries=0, timeout=30) as client:
-        yield client
 
 
 @pytest.fixture
 def image_server():
     """Serves PNG at /cat.png and an ELF at /fake.png on loopback."""
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *_args) -> None:
-            pass
-
+    class Handler(loopback.QuietHandler):
         def do_GET(self) -> None:
-            body = PNG if self.path == "/cat.png" else b"\x7fELF" + b"\x00" * 64
-            self.send_response(200)
-            self.send_header("content-type", "image/png")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.answer(200, PNG if self.path == "/cat.png" else b"\x7fELF" + b"\x00" * 64, "image/png")
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = loopback.serve(Handler)
     yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    loopback.stop(server)
 
 
 def test_a_data_url_image_is_stored_and_reaches_the_turn(oai, model, db, settings, user):

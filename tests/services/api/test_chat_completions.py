@@ -17,24 +17,6 @@ from tests.services.api.helpers import EnqueueRecorder
 from tests.support.factories import make_session, make_user
 from tests.support.live import serve_api
 from tests.support.waiting import wait_until
-from tests.support.worker import inprocess_worker
-
-
-@pytest.fixture(scope="module")
-def chat_api(settings):
-    """An api that really enqueues, with a worker draining the turns queue."""
-    from services.api.main import create_app
-
-    app = create_app(settings)
-    app.state.enqueue = enqueue
-    with inprocess_worker(), serve_api(app) as base_url:
-        yield base_url
-
-
-@pytest.fixture
-def oai(chat_api, user):
-    with openai.OpenAI(base_url=f"{chat_api}/v1", api_key=user.key, max_retries=0, timeout=30) as client:
-        yield client
 
 
 def requests_saying(model, words: str) -> list[dict]:
