@@ -29,7 +29,6 @@ from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
 from services.worker.mcp_client.probe import probe
 from services.worker.agent.outcome import TRANSIENT_ERRORS
-from services.worker.agent.drain import send
 from services.worker.runtime import SHUTDOWN, current_runtime, get_runtime, stop_runtime
 from shared.stores import turns
 
@@ -156,7 +155,7 @@ def _force_exit() -> None:
     for turn_id in held:
         try:
             released = turns.release_turn(runtime.db, turn_id, runtime.worker_id)
-            send(runtime, [released] if released is not None else [])
+            runtime.send_all([released] if released is not None else [])
         except Exception:
             log.warning("could not hand turn %s back; it is taken over when its lease lapses", turn_id, exc_info=True)
     logging.shutdown()
