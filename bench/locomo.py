@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import sys
 import tempfile
 import time
@@ -38,6 +37,7 @@ from pathlib import Path
 from bench.embeddings_server import MODEL as SERVED_MODEL, serving
 from bench.locomo_misses import list_misses
 from bench.report import figure
+from services.cli.redis_embedded import free_port
 from shared.config import get_settings
 from shared.db import Database
 from shared.migrate import upgrade
@@ -219,10 +219,7 @@ def measure_provider(db: Database, stored: list[Stored], backend: str, tuning_on
     """Hybrid search with the provider as its source: serve the local model over /v1/embeddings in its own
     process, backfill every stored message through it, then measure as the other modes do."""
     settings = get_settings()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with serving(port) as base_url:
+    with serving(free_port()) as base_url:
         settings.embeddings_model, settings.embeddings_base_url = SERVED_MODEL, base_url
         try:
             start = time.perf_counter()

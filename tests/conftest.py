@@ -74,6 +74,16 @@ def fake_model():
     model.stop()
 
 
+@pytest.fixture(scope="module")
+def embeddings_provider():
+    """The scripted /v1/embeddings (tests/fakes/embeddings.py), one per test module."""
+    from tests.fakes.embeddings import FakeEmbeddings
+
+    fake = FakeEmbeddings().start()
+    yield fake
+    fake.stop()
+
+
 @pytest.fixture(autouse=False)
 def model(fake_model):
     """The scripted model, reset for this test."""

@@ -52,16 +52,25 @@ class ApiClient:
         """One call; a moment's refusal (429 with a short Retry-After, or no connection: nothing was done) is
         tried again a few times before it is raised."""
         headers = {ACT_AS_HEADER: user_id} if user_id else {}
+        response = await self._send(self._http.build_request(method, path, json=json_body, params=params,
+                                                             headers=headers))
+        return response.json() if response.content else None
+
+    async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        """The response to `request` once its status is a success; a moment's refusal is sent again as `call`
+        says, any other raises ApiError."""
         for delay in (*RETRY_DELAYS, None):
             try:
-                response = await self._http.request(method, path, json=json_body, params=params, headers=headers)
+                response = await self._http.send(request, stream=stream)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout):
                 if delay is None:
                     raise
                 await asyncio.sleep(delay)
                 continue
             if response.status_code < 400:
-                return response.json() if response.content else None
+                return response
+            await response.aread()
+            await response.aclose()
             wait = _transient_wait(response)
             if delay is None or wait is None:
                 raise _error(response)
@@ -93,8 +102,8 @@ class ApiClient:
     async def create_turn(self, user_id: str, session_id: str, text: str,
                           attachments: list[str] | None = None) -> dict:
         """A turn of the session with `text` and the ids of files uploaded to it first (`upload`)."""
-        body: dict[str, Any] = {"input": text, **({"attachments": attachments} if attachments else {})}
-        return await self.call("POST", f"/v1/sessions/{session_id}/turns", user_id=user_id, json_body=body)
+        return await self.call("POST", f"/v1/sessions/{session_id}/turns", user_id=user_id,
+                               json_body=_turn_body(text, attachments))
 
     # -- files, as the user ---------------------------------------------------------------------------
 
@@ -156,8 +165,9 @@ class ApiClient:
         the last event id."""
         path = f"/v1/sessions/{session_id}/turns"
         headers = {ACT_AS_HEADER: user_id, "Accept": "text/event-stream"}
-        body: dict[str, Any] = {"input": text, **({"attachments": attachments} if attachments else {})}
-        response = await self._open_stream(path, headers, body)
+        request = self._http.build_request("POST", path, json=_turn_body(text, attachments), headers=headers,
+                                           timeout=httpx.Timeout(30.0, read=120.0))
+        response = await self._send(request, stream=True)
         turn_id, relay = response.headers.get("x-turn-id"), _Relay(None)
         try:
             if not turn_id:
@@ -173,28 +183,6 @@ class ApiClient:
             await response.aclose()
         async for event in self.events(user_id, turn_id, after=relay.last_id):
             yield event
-
-    async def _open_stream(self, path: str, headers: dict, body: Any) -> httpx.Response:
-        """A streaming POST's response once its status is a success, with `call`'s retries of a moment's refusal."""
-        for delay in (*RETRY_DELAYS, None):
-            request = self._http.build_request("POST", path, json=body, headers=headers,
-                                               timeout=httpx.Timeout(30.0, read=120.0))
-            try:
-                response = await self._http.send(request, stream=True)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout):
-                if delay is None:
-                    raise
-                await asyncio.sleep(delay)
-                continue
-            if response.status_code < 400:
-                return response
-            await response.aread()
-            await response.aclose()
-            wait = _transient_wait(response)
-            if delay is None or wait is None:
-                raise _error(response)
-            await asyncio.sleep(max(delay, wait))
-        raise AssertionError("unreachable")
 
     async def events(self, user_id: str, turn_id: str, *, after: str | None = None) -> AsyncIterator[Event]:
         """The turn's events (after the event id `after`, else from the start) to its terminal one, resuming
@@ -235,6 +223,11 @@ class ApiClient:
                             retry_in: float | None = None, give_up: bool = False) -> dict:
         body = {"ok": ok, "error": (error or None) and error[:500], "retry_in_seconds": retry_in, "give_up": give_up}
         return await self.call("POST", f"/v1/gateway/outbox/{item_id}", json_body=body)
+
+
+def _turn_body(text: str, attachments: list[str] | None) -> dict[str, Any]:
+    """A turn's JSON body: the text, and the ids of its files when it has any."""
+    return {"input": text, **({"attachments": attachments} if attachments else {})}
 
 
 def _header_safe(name: str) -> str:

@@ -152,7 +152,7 @@ def _force_exit() -> None:
     for turn_id in held:
         try:
             released = turns.release_turn(runtime.db, turn_id, runtime.worker_id)
-            send(runtime, [released] if released is not None else [])
+            runtime.send_all([released] if released is not None else [])
         except Exception:
             log.warning("could not hand turn %s back; it is taken over when its lease lapses", turn_id, exc_info=True)
     logging.shutdown()

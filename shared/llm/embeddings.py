@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from shared.backoff import exponential
 from shared.config import Settings
 from shared.errors import ModelAuthError, ModelError, ModelRequestError, ModelUnavailable
 from shared.llm.client import shared_http_client
@@ -65,7 +66,7 @@ class Embedder:
                 response = shared_http_client().post(self.url, json=body, headers=headers, timeout=timeout)
             except httpx.HTTPError as exc:
                 error: ModelError = ModelUnavailable(f"embeddings provider unreachable: {type(exc).__name__}")
-                wait = min(2.0 ** attempt, RETRY_AFTER_CAP)
+                wait = exponential(attempt, 2.0, RETRY_AFTER_CAP)
             else:
                 if response.status_code < 300:
                     return parse(response, len(texts))

@@ -21,7 +21,7 @@ from shared.db import Database
 from shared.errors import ModelError
 from shared.llm.embeddings import Embedder
 from shared.search.scope import Scope
-from shared.search.vectors import in_context
+from shared.search.vectors import scored
 from shared.stores import message_embeddings
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,7 @@ def similarities(db: Database, settings: Settings, scope: Scope, query: str) -> 
                           "cap": MAX_COMPARED}).all()
     if not rows:
         return {}
-    matrix = numpy.frombuffer(b"".join(r[2] for r in rows), dtype="float32").reshape(len(rows), -1)
-    scores = in_context(matrix @ query_vector, [r[0] for r in rows], [r[1] for r in rows])
-    return {r[0]: score for r, score in zip(rows, scores.tolist())}
+    return scored(rows, query_vector)
 
 
 def embed_session(db: Database, settings: Settings, session_id: str) -> int:

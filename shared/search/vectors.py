@@ -69,17 +69,22 @@ def embed(texts: list[str]) -> "numpy.ndarray":
 def similarities(db: Database, scope: Scope, query: str) -> dict[int, float]:
     """Cosine similarity of the query to each message in scope, plus shares of the two before it in its
     session (CONTEXT_SHARES); the user's new messages are embedded first."""
-    import numpy
-
     embed_missing(db, scope.user_id)
     where, params = scope.where()
     with db.read() as s:
         rows = s.execute(text(_STORED.format(where=where)), {**params, "model": MODEL}).all()
     if not rows:
         return {}
+    return scored(rows, embed([query])[0])
+
+
+def scored(rows: list, query_vector: "numpy.ndarray") -> dict[int, float]:
+    """Each stored (message id, session id, float32 vector bytes) row's similarity to the unit query vector,
+    in context (`in_context`), by message id."""
+    import numpy
+
     # One buffer of every vector, not an array per message: a numpy array per row and stacking them
     # was a third of a search over 20k vectors.
-    query_vector = embed([query])[0]
     matrix = numpy.frombuffer(b"".join(r[2] for r in rows), dtype="float32").reshape(len(rows), -1)
     scores = in_context(matrix @ query_vector, [r[0] for r in rows], [r[1] for r in rows])
     return {r[0]: score for r, score in zip(rows, scores.tolist())}

@@ -156,6 +156,18 @@ def test_ten_sessions_run_at_once(stack, model):
     assert [t["output"] for t in finished] == ["together"] * 10
 
 
+def kill_on_second_model_call(c: httpx.Client, model, doomed, tag: str) -> tuple[str, dict]:
+    """Post a `tag` turn in a new session and SIGKILL the `doomed` worker once the turn's second model call is
+    under way; the session id and the turn."""
+    sid = c.post("/v1/sessions", json={}).json()["id"]
+    turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": f"{tag}: write a note"}).json()
+    wait_until(lambda: sum(tag in json.dumps(r.body) for r in model.requests) >= 2,
+               timeout=30, what="the second model call of the doomed turn")
+    doomed.signal(signal.SIGKILL)
+    doomed.popen.wait(10)
+    return sid, turn
+
+
 def test_a_worker_killed_mid_turn_has_its_turn_finished_by_another_without_duplicates(fake_model, model):
     stack = Stack(
         model_url=fake_model.base_url,
@@ -178,12 +190,7 @@ def test_a_worker_killed_mid_turn_has_its_turn_finished_by_another_without_dupli
         doomed = stack.start_worker("worker-a")
         key = stack.create_user("e2e-crash")
         with stack.client(key) as c:
-            sid = c.post("/v1/sessions", json={}).json()["id"]
-            turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": "crash-test: write a note"}).json()
-            wait_until(lambda: sum("crash-test" in json.dumps(r.body) for r in model.requests) >= 2,
-                       timeout=30, what="the second model call of the doomed turn")
-            doomed.signal(signal.SIGKILL)
-            doomed.popen.wait(10)
+            sid, turn = kill_on_second_model_call(c, model, doomed, "crash-test")
 
             stack.start_worker("worker-b")
             stack.start_curator()
@@ -213,12 +220,7 @@ def test_a_worker_killed_by_sigkill_has_its_turn_resumed_by_a_restarted_worker_l
         doomed = stack.start_worker("worker")
         key = stack.create_user("e2e-sigkill")
         with stack.client(key) as c:
-            sid = c.post("/v1/sessions", json={}).json()["id"]
-            turn = c.post(f"/v1/sessions/{sid}/turns", json={"input": "sigkill-test: write a note"}).json()
-            wait_until(lambda: sum("sigkill-test" in json.dumps(r.body) for r in model.requests) >= 2,
-                       timeout=30, what="the second model call of the doomed turn")
-            doomed.signal(signal.SIGKILL)
-            doomed.popen.wait(10)
+            sid, turn = kill_on_second_model_call(c, model, doomed, "sigkill-test")
             killed_at = time.monotonic()
             stack.start_worker("worker")  # what `hstack run` does a second after a crash
             done = wait_for_turn(c, turn["id"], timeout=120)

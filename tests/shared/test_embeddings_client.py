@@ -9,27 +9,20 @@ from pydantic import SecretStr
 
 from shared.errors import ModelAuthError, ModelRequestError, ModelUnavailable
 from shared.llm.embeddings import MAX_INPUT_CHARS, Embedder
-from tests.fakes.embeddings import FakeEmbeddings, vector
+from tests.fakes.embeddings import vector
 
 pytestmark = pytest.mark.once
 
 KEY = "sk-embed-secret-123456"
 
 
-@pytest.fixture(scope="module")
-def provider():
-    fake = FakeEmbeddings().start()
-    yield fake
-    fake.stop()
-
-
 @pytest.fixture
-def embedder(provider):
-    provider.requests.clear()
-    provider.failures.clear()
-    provider.garbage.clear()
-    provider.reverse = False
-    return Embedder(provider.base_url + "/embeddings", "fake-embed", KEY)
+def embedder(embeddings_provider):
+    embeddings_provider.requests.clear()
+    embeddings_provider.failures.clear()
+    embeddings_provider.garbage.clear()
+    embeddings_provider.reverse = False
+    return Embedder(embeddings_provider.base_url + "/embeddings", "fake-embed", KEY)
 
 
 def unit(values):
@@ -37,47 +30,49 @@ def unit(values):
     return [x / norm for x in values]
 
 
-def test_vectors_come_back_unit_length_in_input_order_even_when_the_provider_shuffles_rows(embedder, provider):
-    provider.reverse = True
+def test_vectors_come_back_unit_length_in_input_order_even_when_the_provider_shuffles_rows(
+        embedder, embeddings_provider):
+    embeddings_provider.reverse = True
     texts = ["my puppy", "the weather", "a laptop"]
     got = embedder.embed(texts)
     assert [pytest.approx(v) for v in got] == [unit(vector(t)) for t in texts]
-    [request] = provider.requests
+    [request] = embeddings_provider.requests
     assert request.body["model"] == "fake-embed" and request.body["input"] == texts
     assert request.headers["Authorization"] == f"Bearer {KEY}"
 
 
-def test_dimensions_are_asked_for_when_configured_and_huge_inputs_are_cut(provider):
-    embedder = Embedder(provider.base_url + "/embeddings", "fake-embed", None, dimensions=16)
-    provider.requests.clear()
+def test_dimensions_are_asked_for_when_configured_and_huge_inputs_are_cut(embeddings_provider):
+    embedder = Embedder(embeddings_provider.base_url + "/embeddings", "fake-embed", None, dimensions=16)
+    embeddings_provider.requests.clear()
     [got] = embedder.embed(["x" * (MAX_INPUT_CHARS * 3)])
     assert len(got) == 16
-    [request] = provider.requests
+    [request] = embeddings_provider.requests
     assert request.body["dimensions"] == 16 and len(request.body["input"][0]) == MAX_INPUT_CHARS
     assert "Authorization" not in request.headers
 
 
-def test_a_rate_limit_or_server_error_is_retried_and_a_bad_key_is_not(embedder, provider):
-    provider.fail_next(429, headers={"Retry-After": "0"})
-    provider.fail_next(503, headers={"retry-after-ms": "10"})
+def test_a_rate_limit_or_server_error_is_retried_and_a_bad_key_is_not(embedder, embeddings_provider):
+    embeddings_provider.fail_next(429, headers={"Retry-After": "0"})
+    embeddings_provider.fail_next(503, headers={"retry-after-ms": "10"})
     assert len(embedder.embed(["dog"])) == 1
-    assert len(provider.requests) == 3
+    assert len(embeddings_provider.requests) == 3
 
-    provider.requests.clear()
-    provider.fail_next(401)
+    embeddings_provider.requests.clear()
+    embeddings_provider.fail_next(401)
     with pytest.raises(ModelAuthError) as raised:
         embedder.embed(["dog"])
-    assert len(provider.requests) == 1 and KEY not in raised.value.message
+    assert len(embeddings_provider.requests) == 1 and KEY not in raised.value.message
 
 
-def test_a_refused_request_and_exhausted_retries_are_model_errors(embedder, provider):
-    provider.fail_next(400)
+def test_a_refused_request_and_exhausted_retries_are_model_errors(embedder, embeddings_provider):
+    embeddings_provider.fail_next(400)
     with pytest.raises(ModelRequestError, match="400"):
         embedder.embed(["dog"])
-    provider.fail_next(500, times=2, headers={"Retry-After": "0"})
+    embeddings_provider.fail_next(500, times=2, headers={"Retry-After": "0"})
     with pytest.raises(ModelUnavailable):
         embedder.embed(["dog"], attempts=2)
-    provider.fail_next(500, headers={"Retry-After": "3600"})  # longer than a backfill should wait: give up now
+    # longer than a backfill should wait: give up now
+    embeddings_provider.fail_next(500, headers={"Retry-After": "3600"})
     with pytest.raises(ModelUnavailable):
         embedder.embed(["dog"])
 
@@ -91,8 +86,8 @@ def test_a_refused_request_and_exhausted_retries_are_model_errors(embedder, prov
     {"data": [{"index": i, "embedding": [1.0] * 20_000} for i in range(2)]},  # absurdly wide
     {"data": "nope"}, {"error": "what"}, [1, 2, 3], "plain text",
 ])
-def test_a_malformed_answer_is_an_error_not_a_wrong_vector(embedder, provider, body):
-    provider.answer_next(body)
+def test_a_malformed_answer_is_an_error_not_a_wrong_vector(embedder, embeddings_provider, body):
+    embeddings_provider.answer_next(body)
     with pytest.raises(ModelUnavailable):
         embedder.embed(["dog", "cat"])
 

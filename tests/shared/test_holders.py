@@ -7,12 +7,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
 from shared.ops import holders
 from shared.ops.holders import Holder
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -51,9 +51,8 @@ def test_a_killed_process_not_yet_reaped_is_dead(sleeper):
     """A zombie (the supervisor has not collected it yet) runs nothing."""
     held = child_holder(sleeper)
     os.kill(sleeper.pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10  # the kernel makes it a zombie within moments
-    while holders.start_of(sleeper.pid) is not None and time.monotonic() < deadline:
-        os.sched_yield()
+    wait_until(lambda: holders.start_of(sleeper.pid) is None, timeout=10, interval=0.001,
+               what="the kernel to make it a zombie")
     assert sleeper.poll() is None or sleeper.returncode == -signal.SIGKILL
     assert holders.dead_here(held)
 

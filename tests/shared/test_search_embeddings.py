@@ -9,7 +9,6 @@ from shared.search import embeddings as search_embeddings
 from shared.search.engine import search_messages
 from shared.search.scope import Scope
 from shared.stores import message_embeddings, sessions
-from tests.fakes.embeddings import FakeEmbeddings
 from tests.support.factories import make_session, make_user
 
 PUPPY = "Last week I finally brought home a puppy from the shelter."
@@ -18,19 +17,12 @@ WEATHER = "The weather last week was sunny every single day."
 PUP_ONLY = "The new pup sleeps all day."  # close in meaning to a dog question, but holds none of its words
 
 
-@pytest.fixture(scope="module")
-def provider():
-    fake = FakeEmbeddings().start()
-    yield fake
-    fake.stop()
-
-
 @pytest.fixture
-def embeddings_on(settings, provider, monkeypatch):
+def embeddings_on(settings, embeddings_provider, monkeypatch):
     """The process's settings with the scripted provider as hybrid search's source."""
-    provider.failures.clear()
+    embeddings_provider.failures.clear()
     monkeypatch.setattr(settings, "embeddings_model", "fake-embed")
-    monkeypatch.setattr(settings, "embeddings_base_url", provider.base_url)
+    monkeypatch.setattr(settings, "embeddings_base_url", embeddings_provider.base_url)
     monkeypatch.setattr(settings, "embeddings_batch_size", 2)
     return settings
 
@@ -51,10 +43,10 @@ def test_embeddings_lift_the_message_that_means_the_question_among_those_holding
     assert PUP_ONLY not in [h.content for h in hybrid] and all(h.coverage > 0 for h in hybrid)
 
 
-def test_a_provider_down_at_search_time_answers_by_keywords(db, user, embeddings_on, provider):
+def test_a_provider_down_at_search_time_answers_by_keywords(db, user, embeddings_on, embeddings_provider):
     stored = store(db, user.id, LAPTOP, PUPPY)
     search_embeddings.embed_session(db, embeddings_on, stored[0].session_id)
-    provider.fail_next(503)
+    embeddings_provider.fail_next(503)
     hits = search_messages(db, user.id, "laptop battery")
     assert [h.content for h in hits] == [LAPTOP]
 
@@ -72,15 +64,15 @@ def test_messages_not_embedded_yet_are_still_found_by_keywords(db, user, embeddi
 
 
 def test_a_session_is_embedded_once_tool_rows_and_blanks_never_and_vectors_go_with_the_message(
-        db, user, embeddings_on, provider):
+        db, user, embeddings_on, embeddings_provider):
     chat = make_session(db, user.id)
     rows = sessions.append_messages(db, chat.id, [
         {"role": "user", "content": PUPPY}, {"role": "assistant", "content": "   "},
         {"role": "assistant", "content": LAPTOP}, {"role": "tool", "content": "tool output", "tool_call_id": "c1"},
         {"role": "user", "content": WEATHER}])
-    before = len(provider.inputs())
+    before = len(embeddings_provider.inputs())
     assert search_embeddings.embed_session(db, embeddings_on, chat.id) == 3
-    assert provider.inputs()[before:] == [PUPPY, LAPTOP, WEATHER]  # batches of 2, in order
+    assert embeddings_provider.inputs()[before:] == [PUPPY, LAPTOP, WEATHER]  # batches of 2, in order
     assert search_embeddings.embed_session(db, embeddings_on, chat.id) == 0
     with db.write() as s:
         s.execute(text("DELETE FROM messages WHERE id = :id"), {"id": rows[0].id})
@@ -90,7 +82,8 @@ def test_a_session_is_embedded_once_tool_rows_and_blanks_never_and_vectors_go_wi
     assert left == 0
 
 
-def test_a_new_model_embeds_again_and_old_vectors_never_mix_in(db, user, embeddings_on, monkeypatch, provider):
+def test_a_new_model_embeds_again_and_old_vectors_never_mix_in(
+        db, user, embeddings_on, monkeypatch, embeddings_provider):
     stored = store(db, user.id, PUPPY, LAPTOP)
     search_embeddings.embed_session(db, embeddings_on, stored[0].session_id)
     monkeypatch.setattr(embeddings_on, "embeddings_model", "fake-embed-2")
@@ -141,7 +134,8 @@ def test_a_long_history_compares_only_its_newest_vectors(db, user, embeddings_on
     assert set(search_embeddings.similarities(db, embeddings_on, scope, "dog")) == {m.id for m in new}
 
 
-def test_a_backfill_stopped_half_way_keeps_what_it_stored_and_the_next_run_goes_on(db, embeddings_on, provider):
+def test_a_backfill_stopped_half_way_keeps_what_it_stored_and_the_next_run_goes_on(
+        db, embeddings_on, embeddings_provider):
     search_embeddings.backfill(db, embeddings_on)  # whatever earlier tests left
     owner = make_user(db)
     store(db, owner.id, PUPPY, LAPTOP, WEATHER, "one more", "and the last")
@@ -155,6 +149,6 @@ def test_a_backfill_stopped_half_way_keeps_what_it_stored_and_the_next_run_goes_
     with pytest.raises(Stop):
         search_embeddings.backfill(db, embeddings_on, stop_after_first)
     assert message_embeddings.count_missing(db, "fake-embed") == 3
-    before = len(provider.inputs())
+    before = len(embeddings_provider.inputs())
     assert search_embeddings.backfill(db, embeddings_on) == 3
-    assert len(provider.inputs()) - before == 3  # nothing embedded twice
+    assert len(embeddings_provider.inputs()) - before == 3  # nothing embedded twice

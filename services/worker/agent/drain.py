@@ -11,7 +11,6 @@ the session's next turn for another worker.
 
 from __future__ import annotations
 
-from shared.models.turns import Turn
 from shared.stores import turn_slots, turns
 from services.worker.agent.loop import run_turn
 from services.worker.runtime import Runtime
@@ -31,11 +30,7 @@ def drain_session(runtime: Runtime, session_id: str) -> int:
         run_turn(runtime, turn)
         ran += 1
     if runtime.shutdown.requested:
-        send(runtime, [t for t in [turns.hand_off(runtime.db, session_id)] if t is not None])
-    send(runtime, turn_slots.send_waiting(runtime.db, session_id, settings.max_running_turns_per_user))
+        runtime.send_all([t for t in [turns.hand_off(runtime.db, session_id)] if t is not None])
+    runtime.send_all(turn_slots.send_waiting(runtime.db, session_id, settings.max_running_turns_per_user))
     return ran
 
-
-def send(runtime: Runtime, ready: list[Turn]) -> None:
-    """Enqueue turns already marked sent; a broker failure is left to the sweeper, which re-sends them."""
-    runtime.send_all(ready)

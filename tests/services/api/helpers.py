@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Iterable
+
 import httpx
 
 from shared.stores import turns
@@ -18,6 +21,22 @@ class EnqueueRecorder:
         turn_id = getattr(payload, "turn_id", None)  # tasks about a session (end_session) name no turn
         status_at_send = turns.get_turn(self.db, None, turn_id).status if turn_id else None
         self.calls.append((name, payload.model_dump(), status_at_send))
+
+
+def frames_of(lines: Iterable[str]) -> list[dict]:
+    """SSE frames ({"id", "event", "data"}) from the lines of a response, comments left out."""
+    frames, frame = [], {}
+    for line in lines:
+        if not line:
+            if frame:
+                frames.append(frame)
+            frame = {}
+        elif not line.startswith(":"):
+            key, _, value = line.partition(": ")
+            frame[key] = json.loads(value) if key == "data" else value
+    if frame:
+        frames.append(frame)
+    return frames
 
 
 def error_of(response: httpx.Response) -> dict:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 
 import httpx
 import pytest
@@ -11,28 +10,13 @@ import pytest
 from shared.messaging import events
 from shared.stores import turns
 from shared.stores.users import hash_key
+from tests.services.api.helpers import frames_of
 from tests.support.env import start_embedded_redis
 from tests.support.factories import make_session, make_user
 from tests.support.live import serve_api
 from tests.support.waiting import wait_until
 
 TTL = 60
-
-
-def frames_of(lines: list[str]) -> list[dict]:
-    """SSE frames ({"id", "event", "data"}) from the lines of a response, comments left out."""
-    frames, frame = [], {}
-    for line in lines:
-        if not line:
-            if frame:
-                frames.append(frame)
-            frame = {}
-        elif not line.startswith(":"):
-            key, _, value = line.partition(": ")
-            frame[key] = json.loads(value) if key == "data" else value
-    if frame:
-        frames.append(frame)
-    return frames
 
 
 async def read_stream(http: httpx.AsyncClient, path: str, headers: dict, opened: list | None = None) -> dict:

@@ -6,16 +6,13 @@ worker and compares the streamed frames with GET .../events.
 
 from __future__ import annotations
 
-import json
-
-import httpx
 import pytest
 
 from services.api.headers import wants_event_stream
 from shared.messaging import events
 from shared.stores import turns
 from shared.stores.users import hash_key
-from tests.services.api.helpers import error_of
+from tests.services.api.helpers import error_of, frames_of
 from tests.support.factories import make_session, make_user
 
 TTL = 60
@@ -25,19 +22,6 @@ STREAM = {"Accept": "text/event-stream"}
 @pytest.fixture
 def session(db, user):
     return make_session(db, user.id)
-
-
-def frames_of(response: httpx.Response) -> list[dict]:
-    frames, frame = [], {}
-    for line in response.iter_lines():
-        if not line:
-            if frame:
-                frames.append(frame)
-            frame = {}
-        elif not line.startswith(":"):
-            key, _, value = line.partition(": ")
-            frame[key] = json.loads(value) if key == "data" else value
-    return frames
 
 
 def publish_run(redis_client, turn_id: str) -> list[str]:
@@ -60,7 +44,7 @@ def test_a_retried_streaming_post_streams_the_same_turn_from_the_start_and_queue
         assert response.headers["cache-control"] == "no-cache"
         assert response.headers["x-turn-id"] == first.json()["id"]
         assert response.headers["location"] == f"/v1/turns/{first.json()['id']}"
-        frames = frames_of(response)
+        frames = frames_of(response.iter_lines())
     assert [f["id"] for f in frames] == ids
     assert [f["event"] for f in frames] == ["turn.started", "message.delta", "turn.completed"]
     assert len(enqueued.calls) == 1
@@ -72,7 +56,7 @@ def test_last_event_id_on_a_retried_streaming_post_resumes_after_that_event(clie
     ids = publish_run(redis_client, turn["id"])
     headers = {**user.headers, **key, **STREAM, "Last-Event-ID": ids[0]}
     with client.stream("POST", path, headers=headers, json={"input": "hi"}) as response:
-        frames = frames_of(response)
+        frames = frames_of(response.iter_lines())
     assert [f["id"] for f in frames] == ids[1:]
 
 

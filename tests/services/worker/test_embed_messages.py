@@ -9,25 +9,17 @@ from sqlalchemy import text as sql
 from shared.queue.names import EMBED_MESSAGES, QUEUE_REVIEW, ROUTES
 from shared.search.engine import search_messages
 from services.worker.review import embed
-from tests.fakes.embeddings import FakeEmbeddings
 from tests.fakes.model import text
 from tests.services.worker.reviewing import turns
 from tests.support.waiting import wait_until
 from tests.support.worker import inprocess_worker
 
 
-@pytest.fixture(scope="module")
-def provider():
-    fake = FakeEmbeddings().start()
-    yield fake
-    fake.stop()
-
-
 @pytest.fixture
-def embeddings_on(settings, provider, monkeypatch):
-    provider.failures.clear()
+def embeddings_on(settings, embeddings_provider, monkeypatch):
+    embeddings_provider.failures.clear()
     monkeypatch.setattr(settings, "embeddings_model", "fake-embed")
-    monkeypatch.setattr(settings, "embeddings_base_url", provider.base_url)
+    monkeypatch.setattr(settings, "embeddings_base_url", embeddings_provider.base_url)
     monkeypatch.setattr(settings, "memory_review_interval", 0)
     monkeypatch.setattr(settings, "skill_review_interval", 0)
     return settings
@@ -71,11 +63,12 @@ def test_the_reviewer_embeds_the_session_through_the_real_queue(db, user, sessio
 
 
 def test_a_provider_failure_leaves_the_messages_to_the_next_round(db, user, session, model, make_runtime,
-                                                                   embeddings_on, provider, monkeypatch):
+                                                                   embeddings_on, embeddings_provider,
+                                                                   monkeypatch):
     monkeypatch.setattr(embed, "enqueue", lambda *_: None)
     model.script(text("noted"))
     turns(db, make_runtime(), user.id, session.id, "my laptop died")
-    provider.fail_next(401)
+    embeddings_provider.fail_next(401)
     runtime = make_runtime()
     assert embed.embed(runtime, session.id) == 0 and embedded(db, session.id) == 0
     assert embed.embed(runtime, session.id) == 2
