@@ -26,7 +26,7 @@ from shared.queue.payloads import (
 )
 from services.worker.consolidate import consolidate_user
 from services.worker.review import embed
-from services.worker.agent.drain import drain_session, send
+from services.worker.agent.drain import drain_session
 from services.worker.review.drain import drain_reviews
 from services.worker.mcp_client.probe import probe
 from services.worker.agent.outcome import TRANSIENT_ERRORS
