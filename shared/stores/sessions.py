@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from itertools import groupby
 from typing import Any, Callable, NamedTuple
 
-from sqlalchemy import BigInteger, and_, bindparam, func, literal, or_, text, update
+from sqlalchemy import BigInteger, and_, bindparam, exists, func, literal, or_, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
@@ -17,6 +17,7 @@ from shared.clock import utcnow
 from shared.db import Database
 from shared.errors import InvalidInput, NotFound
 from shared.ids import new_id
+from shared.models.attachments import Attachment
 from shared.models.compactions import APPLIED, Compaction
 from shared.models.sessions import ChatSession, Message
 from shared.stores import memory_snapshots
@@ -281,25 +282,27 @@ def _set_system_prompt(s: Session, session_id: str, prompt: str) -> str:
 
 
 class TurnStart(NamedTuple):
-    """What a turn reads before its first model call: its session, the messages after a known one, the compaction."""
+    """What a turn reads before its first model call: its session, the messages after a known one, the compaction,
+    and whether the turn carries files (most do not, and then read no attachments)."""
 
     session: ChatSession
     messages: list[Message]
     compaction: Compaction | None
+    has_files: bool = False
 
 
 def turn_start(db: Database, session_id: str, after: int | None,
-               session_read: Callable[[ChatSession], None] | None = None) -> TurnStart:
+               session_read: Callable[[ChatSession], None] | None = None, turn_id: str | None = None) -> TurnStart:
     """The session row, its messages after id `after` (all of them when None) and its latest compaction, read
     together: one transaction where a turn used to open three before its first model call.
 
     `session_read(session)` is called as soon as the session row is read, before the rest: the turn starts its
     background work there (the recall search), which then overlaps these reads too."""
     with db.read() as s:
-        found = s.execute(_SESSION_STARTING, {"session_id": session_id}).first()
+        found = s.execute(_SESSION_STARTING, {"session_id": session_id, "turn_id": turn_id}).first()
         if found is None:
             raise NotFound("No such session.", code="session_not_found")
-        session, compaction_id = found
+        session, compaction_id, has_files = found
         if session_read is not None:
             session_read(session)
         if after is None:
@@ -307,7 +310,7 @@ def turn_start(db: Database, session_id: str, after: int | None,
         else:
             messages = list(s.exec(_MESSAGES_AFTER, params={"session_id": session_id, "after": after}))
         compaction = None if compaction_id is None else s.get(Compaction, compaction_id)
-    return TurnStart(session, messages, compaction)
+    return TurnStart(session, messages, compaction, bool(has_files))
 
 
 def latest_compaction(db: Database, session_id: str) -> Compaction | None:
@@ -326,9 +329,11 @@ def _latest_applied(what, session_id):
 
 
 _LATEST_COMPACTION = _latest_applied(Compaction, bindparam("session_id"))
-# The session with the id of its latest applied compaction, one statement: most sessions were never compacted,
-# and their turns read no compaction at all (on Postgres each statement is a round trip).
-_SESSION_STARTING = (select(ChatSession, _latest_applied(Compaction.id, ChatSession.id).scalar_subquery())
+# The session with the id of its latest applied compaction and whether the turn has files, one statement: most
+# sessions were never compacted and most turns carry no file, and those read neither (on Postgres each statement
+# is a round trip).
+_SESSION_STARTING = (select(ChatSession, _latest_applied(Compaction.id, ChatSession.id).scalar_subquery(),
+                            exists().where(Attachment.turn_id == bindparam("turn_id")))
                      .where(ChatSession.id == bindparam("session_id")))
 
 

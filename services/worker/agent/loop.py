@@ -181,7 +181,7 @@ class TurnRun:
         """
         after = self.rt.transcripts.last_id(self.turn.session_id)
         self.start = sessions.turn_start(self.rt.db, self.turn.session_id, after,
-                                         self.begin if self.turn.attempts <= 1 else None)
+                                         self.begin if self.turn.attempts <= 1 else None, self.turn.id)
         self.start_after = after
         session = self.start.session
         self.session = session
@@ -311,7 +311,8 @@ class TurnRun:
             self.images = media.images_again(settings, db, self.turn, user_message.api_content)
             self.image_text = user_message.api_content
             return
-        prepared = media.prepare(settings, db, self.turn, user_message)
+        has_files = self.start is None or self.start.has_files
+        prepared = media.prepare(settings, db, self.turn, user_message) if has_files else None
         ctx = TurnContext(settings, db, self.rt.redis, self.session, self.turn)
         text = user_message_for_model(ctx, prepared.text if prepared else None)
         if text is not None:
