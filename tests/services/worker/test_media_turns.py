@@ -156,3 +156,14 @@ def test_the_scripted_models_echo_says_which_images_it_saw(settings, db, user, m
     photo = attach(settings, db, user.id, session.id, PNG, "cat.png")
     done = run(db, make_runtime(llm_vision=True), user.id, session.id, "look", [photo])
     assert done.output.endswith("[saw 1 image(s): image/png]")
+
+
+def test_the_turn_start_read_says_whether_the_turn_carries_files(settings, db, user):
+    """A turn reads its attachments only when the session row's read says it has some: most turns carry none."""
+    chat = make_session(db, user.id)
+    photo = attach(settings, db, user.id, chat.id, PNG, "cat.png")
+    with_photo, _, _ = turns.accept_turn(db, user.id, chat.id, "look", attachment_ids=[photo.id])
+    plain, _, _ = turns.accept_turn(db, user.id, chat.id, "and now?")
+
+    assert sessions.turn_start(db, chat.id, None, turn_id=with_photo.id).has_files
+    assert not sessions.turn_start(db, chat.id, None, turn_id=plain.id).has_files
