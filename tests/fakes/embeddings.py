@@ -14,8 +14,9 @@ import re
 import threading
 import zlib
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
+from tests.support import loopback
 from tests.support.env import free_port
 
 WIDTH = 64
@@ -61,30 +62,18 @@ class FakeEmbeddings:
     def start(self) -> "FakeEmbeddings":
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_args) -> None:
-                pass
-
+        class Handler(loopback.QuietHandler):
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 status, headers, body = fake._answer(self.path, dict(self.headers.items()), raw)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                for name, value in {**headers, "Content-Type": "application/json"}.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.answer(status, json.dumps(body).encode(), "application/json", headers)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = loopback.serve(Handler, self.port)
         return self
 
     def stop(self) -> None:
         if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+            loopback.stop(self.server)
 
     def fail_next(self, status: int, times: int = 1, headers: dict | None = None) -> None:
         with self.lock:

@@ -12,11 +12,14 @@ class QuietHandler(BaseHTTPRequestHandler):
     def log_message(self, *_args) -> None:
         pass
 
-    def answer(self, status: int, body: bytes = b"", content_type: str | None = None) -> None:
-        """The whole response: status, Content-Type (when given), Content-Length and body."""
+    def answer(self, status: int, body: bytes = b"", content_type: str | None = None,
+               headers: dict[str, str] | None = None) -> None:
+        """The whole response: status, Content-Type (when given), any other headers, Content-Length and body."""
         self.send_response(status)
         if content_type is not None:
             self.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if body:
