@@ -10,8 +10,11 @@ from shared.models.gateway import GatewayChat
 from shared.models.sessions import ChatSession
 from shared.stores import sessions
 
+GATEWAY_SOURCE = "gateway"  # the source of a session a chat platform's messages continue
 
-def resolve(db: Database, user_id: str, key: str, *, fresh: bool = False, source: str = "gateway"
+
+
+def resolve(db: Database, user_id: str, key: str, *, fresh: bool = False, source: str = GATEWAY_SOURCE
             ) -> tuple[GatewayChat, bool, str | None]:
     """The chat's current session for this user (created when missing, or anew when `fresh`); True if new; and
     the session `fresh` replaced (it has really ended), if any.
@@ -43,7 +46,10 @@ def sessions_of(db: Database, user_id: str) -> list[ChatSession]:
 
 def chat_target(db: Database, session_id: str) -> tuple[str, str] | None:
     """(outbox target, chat id) of the chat this session talks to — `("telegram:<chat>", "<chat>")` — or None
-    for a session no chat continues (plain API sessions, the OpenAI endpoint, cron jobs, webhooks)."""
+    for a session no chat continues (plain API sessions, the OpenAI endpoint, cron jobs, webhooks).
+
+    Only a session of source GATEWAY_SOURCE has one (`resolve` makes them); a caller holding the session row can
+    skip this read for any other."""
     with db.read() as s:
         row = s.exec(select(GatewayChat).where(GatewayChat.session_id == session_id)).first()
     parts = row.key.split("|", 1)[-1].split(":") if row is not None else []

@@ -43,6 +43,11 @@ def tools_for_session(tools: ToolRegistry, settings: Settings, db: Database, ses
     can serve, narrowed by the session's source."""
     route = webhook_routes.toolsets_of_session(db, session.id) if session.source == WEBHOOK_SOURCE else ""
     offered = tools.offered(settings)
-    if any(t.toolset == CHAT_TOOLSET for t in offered) and gateway_chats.chat_target(db, session.id) is None:
+    if any(t.toolset == CHAT_TOOLSET for t in offered) and not _continues_a_chat(db, session):
         offered = ToolRegistry(t for t in offered if t.toolset != CHAT_TOOLSET)
     return tools_for_source(offered, session.source, settings, route)
+
+
+def _continues_a_chat(db: Database, session: ChatSession) -> bool:
+    """A chat continues this session (read only for a gateway session: no other kind is bound to a chat)."""
+    return session.source == gateway_chats.GATEWAY_SOURCE and gateway_chats.chat_target(db, session.id) is not None
