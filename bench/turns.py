@@ -6,13 +6,13 @@ the targets, asserts nothing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import psutil
@@ -23,8 +23,10 @@ from tests.support import env as test_env  # noqa: E402  (fixes the environment 
 ENV = test_env.prepare()
 
 from bench import anchor_run  # noqa: E402
+from bench.burst import TEXT as BURST_TEXT, burst  # noqa: E402
 from bench.report import figure, summary  # noqa: E402
 from bench.review_model import is_review, reviewing  # noqa: E402
+from services.demo_model.replies import latest_user_text  # noqa: E402
 from tests.fakes.model import FakeModel, echo  # noqa: E402
 from tests.support.processes import Stack, wait_until  # noqa: E402
 
@@ -37,8 +39,6 @@ PROBE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probe")
 GROWTH_TURNS = int(os.environ.get("BENCH_GROWTH_TURNS", "500"))
 HISTORY_MESSAGES = int(os.environ.get("BENCH_HISTORY_MESSAGES", "100000"))
 MODEL_SECONDS = 2.0
-POST_THREADS = 64
-POLL_SECONDS = 0.05
 ANCHOR_TURNS = 30
 
 
@@ -342,51 +342,38 @@ def report_overhead(stack: Stack, model: FakeModel, key: str, reviewer=None) -> 
     return {"overhead": overhead, "growth": growth, "history": history}
 
 
-def bench_concurrency(stack: Stack, model: FakeModel, key: str, sessions: int, procs: dict | None = None,
+def bench_concurrency(stack: Stack, model: FakeModel, sessions: int, procs: dict | None = None,
                       on_start=lambda: None) -> dict:
-    """N new sessions each POST one turn at once (a 2 s model); seconds until the client saw every turn completed.
+    """N new users each POST one turn at once (a 2 s model); seconds until the clients saw every turn completed.
 
-    The client waits the way a light client would: it asks only about turns it has not yet seen completed,
-    oldest first, and stops at the first one still running, so the waiting itself costs the api a handful of
-    GETs per poll (it used to GET all N turns every 0.25 s, which at N=200 was a load of its own on the api).
-    With `procs`, also the CPU ms each of those processes spent per turn, first POST to the last completion.
+    Each turn is posted with `Accept: text/event-stream` and its client reads its own events to turn.completed
+    (`bench.burst.burst`), so the figure is when the last answer reached its user, not when a poller got round to
+    asking. With `procs`, also the CPU ms each of those processes spent per turn, first POST to the last completion.
     """
     model.reset()
     model.latency = MODEL_SECONDS
     procs = procs or {}
-    with stack.client(key) as c:
-        sids = [c.post("/v1/sessions", json={}).json()["id"] for _ in range(sessions)]
-        on_start()
-        before = {name: cpu_ms(p.popen.pid) for name, p in procs.items()}
-        start, arrival_base = time.perf_counter(), time.monotonic()
-        with ThreadPoolExecutor(min(POST_THREADS, sessions)) as pool:
-            turns = list(pool.map(lambda s: c.post(f"/v1/sessions/{s}/turns", json={"input": "load"}).json(), sids))
-        accepted = time.perf_counter() - start
-        pending = [t["id"] for t in turns]
-
-        def all_done() -> bool:
-            while pending:
-                status = c.get(f"/v1/turns/{pending[0]}").json()["status"]
-                if status in ("failed", "cancelled"):
-                    raise RuntimeError(f"a concurrent turn ended {status}")
-                if status != "completed":
-                    return False
-                pending.pop(0)
-            return True
-
-        wait_until(all_done, timeout=300, interval=POLL_SECONDS, what="every concurrent turn")
-        elapsed = time.perf_counter() - start
-        cpu = {name: (cpu_ms(p.popen.pid) - before[name]) / sessions for name, p in procs.items()}
-    arrivals = [r.at - arrival_base for r in model.requests if r.path == "/v1/chat/completions"]
+    keys = [stack.create_user(f"burst-{sessions}-{n}") for n in range(sessions)]  # a user's streams are capped
+    sids = []
+    for user_key in keys:
+        with stack.client(user_key) as c:
+            sids.append(c.post("/v1/sessions", json={}).json()["id"])
+    on_start()
+    before = {name: cpu_ms(p.popen.pid) for name, p in procs.items()}
+    arrival_base = time.monotonic()
+    seen = asyncio.run(burst(stack.base_url, [{"Authorization": f"Bearer {k}"} for k in keys], sids))
+    cpu = {name: (cpu_ms(p.popen.pid) - before[name]) / sessions for name, p in procs.items()}
+    arrivals = [r.at - arrival_base for r in model.requests
+                if r.path == "/v1/chat/completions" and latest_user_text(r.body).startswith(BURST_TEXT)]
     model.latency = 0.0
-    return {"sessions": sessions, "seconds": elapsed, "turns_per_s": sessions / elapsed, "accepted_s": accepted,
-            "last_model_call_s": max(arrivals) if arrivals else None, "max_in_flight": model.max_in_flight,
-            "cpu_ms_per_turn": cpu}
+    return {"sessions": sessions, "seconds": seen.elapsed, "turns_per_s": sessions / seen.elapsed,
+            "accepted_s": seen.accepted, "last_model_call_s": max(arrivals) if arrivals else None,
+            "max_in_flight": model.max_in_flight, "cpu_ms_per_turn": cpu}
 
 
 def report_concurrency(results: list[dict]) -> None:
     print(f"\none worker process, {MODEL_SECONDS:.0f} s model, N new sessions post a turn at once "
-          f"({POST_THREADS} client threads):")
+          "(each through a streaming POST):")
     for r in results:
         target = TARGETS["sessions_200_s"] if r["sessions"] == 200 else None
         cpu = "".join(f", {name} CPU {ms:.1f} ms/turn" for name, ms in r["cpu_ms_per_turn"].items())
@@ -491,7 +478,7 @@ def profile_cpu(mode: str, argv: list[str]) -> int:
             with stack.client(key) as c:  # warm the worker's threads and caches, as the full bench's earlier runs do
                 for sid in [c.post("/v1/sessions", json={}).json()["id"] for _ in range(10)]:
                     run_to_completion(c, sid, "load")
-            report_concurrency([bench_concurrency(stack, model, key, 200, procs, on_start=on_start)])
+            report_concurrency([bench_concurrency(stack, model, 200, procs, on_start=on_start)])
         elif mode == "first":
             report_first_turns(stack, procs, key, on_start=on_start)
         else:
@@ -557,7 +544,7 @@ def main() -> int:
                target=TARGETS["first_call_kb"])
 
         first = report_first_turns(stack, {"api": api, "worker": worker}, key)
-        results = [bench_concurrency(stack, model, key, n, {"worker": worker}) for n in (10, 100, 200)]
+        results = [bench_concurrency(stack, model, n, {"worker": worker}) for n in (10, 100, 200)]
         report_concurrency(results)
         postgres = report_postgres(model)
 
