@@ -1,7 +1,8 @@
 """Running Hermes Agent (hermes-agent 0.19.0) beside us in `bench.turns`: the same scripted model, the same run.
 
-Hermes Agent lives in a side virtualenv (`.venv-anchor/`, never installed at bench time) and runs
-`bench/anchor.py` there as a subprocess; this side counts what the scripted model received from it.
+Hermes Agent lives in a side virtualenv (`.venv-anchor/`, never installed at bench time) and runs there as a
+subprocess: `bench/anchor.py` (its agent in-process) or `bench/anchor_http.py` (its agent behind its own HTTP API
+server); this side counts what the scripted model received from it.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ANCHOR_PYTHON = ROOT / ".venv-anchor" / "bin" / "python"
 ANCHOR_VERSION = "0.19.0"
-INSTALL = f"python3 -m venv .venv-anchor && .venv-anchor/bin/pip install hermes-agent=={ANCHOR_VERSION}"
+# aiohttp: its API server's, pinned as hermes-agent's "messaging" extra pins it (that extra also brings the chat platforms)
+INSTALL = f"python3 -m venv .venv-anchor && .venv-anchor/bin/pip install hermes-agent=={ANCHOR_VERSION} aiohttp==3.14.1"
 CHAT_PATH = "/v1/chat/completions"
 TIMEOUT_SECONDS = 900
-TURN_MARKER = "anchor turn "  # bench/anchor.py's user messages
+TURN_MARKER = "anchor turn "  # the user messages of bench/anchor.py and bench/anchor_http.py
 
 
 @dataclass(frozen=True)
@@ -61,13 +63,25 @@ def _last_text(body: dict) -> str:
 
 
 def run_anchor(model, turns: int) -> AnchorRun:
-    """Run Hermes Agent for `turns` turns against the scripted model; RuntimeError with its output on failure."""
+    """Run Hermes Agent in-process for `turns` turns against the scripted model; RuntimeError with its output on
+    failure."""
+    return _run_script("anchor.py", model, turns)
+
+
+def run_anchor_http(model, turns: int) -> AnchorRun:
+    """Run `turns` turns through Hermes Agent's own HTTP API server against the scripted model; RuntimeError with
+    its output on failure."""
+    return _run_script("anchor_http.py", model, turns)
+
+
+def _run_script(script: str, model, turns: int) -> AnchorRun:
     model.reset()
-    proc = subprocess.run([str(ANCHOR_PYTHON), str(ROOT / "bench" / "anchor.py"), model.base_url, str(turns)],
+    proc = subprocess.run([str(ANCHOR_PYTHON), str(ROOT / "bench" / script), model.base_url, str(turns)],
                           capture_output=True, text=True, timeout=TIMEOUT_SECONDS, cwd=str(ROOT))
     found = [r for r in map(_result_line, proc.stdout.splitlines()) if r is not None]
     if proc.returncode != 0 or not found:
-        raise RuntimeError(f"Hermes Agent failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+        raise RuntimeError(f"Hermes Agent ({script}) failed (exit {proc.returncode}):\n"
+                           f"{(proc.stdout + proc.stderr)[-3000:]}")
     result = found[-1]
     sizes = request_bytes(model.requests, TURN_MARKER)
     return AnchorRun(p50_ms=result["p50_ms"], p99_ms=result["p99_ms"], n=result["n"],
