@@ -19,6 +19,7 @@ import httpx
 
 from shared.config import Settings
 from shared.errors import BadRequest
+from shared.http import tls
 from shared.security.addresses import Address, Allowlist, Resolver, as_address, resolve, system_resolver
 
 MAX_REDIRECTS = 5
@@ -77,7 +78,8 @@ class Fetcher:
     def fetch(self, url: str) -> Page:
         """GET `url`, following up to MAX_REDIRECTS redirects, each hop checked; AddressRefused inside the house."""
         deadline = time.monotonic() + self.timeout
-        with httpx.Client(trust_env=False, follow_redirects=False, timeout=self.timeout) as client:
+        with httpx.Client(trust_env=False, verify=tls.verified(False), follow_redirects=False,
+                          timeout=self.timeout) as client:
             for _ in range(MAX_REDIRECTS + 1):
                 page, location = self.hop(client, url, deadline)
                 if location is None:

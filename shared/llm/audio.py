@@ -12,6 +12,7 @@ import httpx
 
 from shared.config import Settings
 from shared.errors import ModelError
+from shared.http import tls
 
 MAX_TRANSCRIPT_CHARS = 100_000
 
@@ -30,7 +31,7 @@ def transcribe(settings: Settings, path: Path, filename: str, mime: str, *, http
     """The text spoken in the audio file at `path`; TranscriptionFailed otherwise."""
     url = settings.stt_base_url.rstrip("/") + "/audio/transcriptions"
     headers = {"Authorization": f"Bearer {settings.stt_api_key.get_secret_value()}"} if settings.stt_api_key else {}
-    client = http or httpx.Client(trust_env=False, timeout=settings.stt_timeout_seconds)
+    client = http or httpx.Client(trust_env=False, verify=tls.verified(False), timeout=settings.stt_timeout_seconds)
     try:
         with open(path, "rb") as fh:
             response = client.post(url, headers=headers, data={"model": settings.stt_model},

@@ -11,6 +11,7 @@ from typing import AsyncIterator, Awaitable, Callable
 import httpx
 from telegram.error import BadRequest, TelegramError
 
+from shared.http import tls
 from services.gateway.client import ApiClient, ApiError
 from services.gateway.delivery import DeliveryError
 
@@ -88,7 +89,7 @@ async def receive(bot, api: ApiClient, user_id: str, session_id: str, item: Inco
     too_large = too_big(tg_file.file_size)
     if too_large:
         raise MediaRefused(too_large)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=120.0)) as http:
+    async with httpx.AsyncClient(verify=tls.verified(), timeout=httpx.Timeout(30.0, read=120.0)) as http:
         async with http.stream("GET", tg_file.file_path) as response:
             if response.status_code >= 400:
                 raise MediaRefused(f"Telegram did not hand me that {item.label} (HTTP {response.status_code}); "

@@ -14,6 +14,7 @@ import httpx
 from shared import clock
 from shared.config import Settings
 from shared.errors import InvalidInput, Unavailable
+from shared.http import tls
 from shared.security.paths import relative_parts
 from services.worker.sandbox import quota
 from services.worker.tools.beneath import explained
@@ -49,8 +50,8 @@ def speak(settings: Settings, text: str) -> bytes:
     body = {"model": settings.tts_model, "voice": settings.tts_voice, "input": text, "response_format": "opus"}
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        with httpx.Client(timeout=TIMEOUT_SECONDS) as http, http.stream("POST", url, json=body,
-                                                                        headers=headers) as response:
+        with httpx.Client(verify=tls.verified(), timeout=TIMEOUT_SECONDS) as http, \
+                http.stream("POST", url, json=body, headers=headers) as response:
             if response.status_code >= 400:
                 raise Unavailable(f"text_to_speech: the speech server answered HTTP {response.status_code}.")
             audio = bytearray()

@@ -13,6 +13,7 @@ import httpx
 
 from shared.config import Settings
 from shared.errors import Unavailable
+from shared.http import tls
 
 SNIPPET_CHARS = 300
 
@@ -56,7 +57,8 @@ def backend_for(settings: Settings) -> Backend | None:
 
 def _get_json(settings: Settings, url: str, *, params: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     try:
-        with httpx.Client(trust_env=False, timeout=settings.web_fetch_timeout_seconds) as client:
+        with httpx.Client(trust_env=False, verify=tls.verified(False),
+                          timeout=settings.web_fetch_timeout_seconds) as client:
             response = client.get(url, params=params, headers=headers)
             response.raise_for_status()
             data = response.json()
