@@ -1,7 +1,7 @@
 """`make bench`: 200 sessions at once with a 2 s model finish within 3 s, under `make run`'s defaults.
 
 `hstack run` as a user starts it (its worker layout: WORKER_PROCESSES=0, one turns-worker process per core,
-WORKER_CONCURRENCY split across them; its SQLite, its embedded Redis), the scripted model as its own HTTP server
+WORKER_CONCURRENCY split across them; its SQLite, its embedded Redis), the scripted model as an HTTP server in a process of its own
 answering every call after 2 s. 200 users (so the per-user cap, a default too, is not what is measured) each
 post one turn into a new session at once, each through the streaming POST (`Accept: text/event-stream`, as
 `hstack chat`, the gateway and the console post) so each user's client sees its own answer's end as it happens;
@@ -26,10 +26,10 @@ from datetime import datetime
 import httpx
 import psutil
 
+from bench.model_process import ModelProcess
 from bench.report import figure, summary
 from services.demo_model.replies import latest_user_text
 from services.cli.stack import cores
-from tests.fakes.model import FakeModel
 from tests.support.hstack_run import HstackRun
 from tests.support.waiting import wait_until
 
@@ -103,7 +103,7 @@ def finished_at(turn: dict) -> float:
 
 
 def main() -> int:
-    with FakeModel() as model:
+    with ModelProcess() as model:
         run = HstackRun(LLM_BASE_URL=model.base_url, LLM_API_KEY="sk-bench-fake", LLM_MODEL="scripted",
                         LOG_LEVEL="WARNING")
         with run:
@@ -132,12 +132,13 @@ def main() -> int:
                            timeout=60, what="the warm-up turns")
                 sids = [c.post("/v1/sessions", json={}, headers=h).raise_for_status().json()["id"] for h in auth]
                 model.latency = MODEL_SECONDS
-                before = cpu_ms({**pids, "bench": os.getpid()})
+                before = cpu_ms({**pids, "bench": os.getpid(), "model": model.pid})
                 arrival_base = time.monotonic()
                 seen = asyncio.run(burst(run.base, auth, sids))
-                after = cpu_ms({**pids, "bench": os.getpid()})
+                after = cpu_ms({**pids, "bench": os.getpid(), "model": model.pid})
                 calls = sorted(r.at - arrival_base for r in model.requests if r.at >= arrival_base
                                and r.path == "/v1/chat/completions" and latest_user_text(r.body).startswith(TEXT))
+                in_flight = model.max_in_flight
                 finished = [finished_at(c.get(f"/v1/turns/{turn_id}", headers=h).json()) - seen.start_wall
                             for h, turn_id in zip(auth, seen.turn_ids)]
             run.stop()
@@ -148,8 +149,8 @@ def main() -> int:
            target=TARGET_SECONDS, digits=2,
            note=f"all accepted {seen.accepted:.2f} s, the last turn finished {max(finished):.2f} s by the server's "
                 f"clock; model calls began {calls[0]:.2f}-{calls[-1]:.2f} s (half by {calls[len(calls) // 2]:.2f} s), "
-                f"max {model.max_in_flight} in flight; CPU ms/turn: {shown}; this bench's own client and scripted "
-                f"model {cpu.get('bench', 0):.1f}; the cores {busy:.0%} busy")
+                f"max {in_flight} in flight; CPU ms/turn: {shown}; this bench's own client {cpu.get('bench', 0):.1f} "
+                f"and scripted model {cpu.get('model', 0):.1f}; the cores {busy:.0%} busy")
     summary("burst figures")
     return 0
 

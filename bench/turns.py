@@ -25,9 +25,10 @@ ENV = test_env.prepare()
 from bench import anchor_run  # noqa: E402
 from bench.burst import TEXT as BURST_TEXT, burst  # noqa: E402
 from bench.report import figure, summary  # noqa: E402
-from bench.review_model import is_review, reviewing  # noqa: E402
+from bench.review_model import is_review  # noqa: E402
 from services.demo_model.replies import latest_user_text  # noqa: E402
-from tests.fakes.model import FakeModel, echo  # noqa: E402
+from bench.model_process import ModelProcess  # noqa: E402
+from tests.fakes.model import FakeModel  # noqa: E402
 from tests.support.processes import Stack, wait_until  # noqa: E402
 
 TARGETS = {"in_flight": 100, "rss_mb": 1024.0, "cold_start_s": 2.0, "sessions_200_s": 3.0,
@@ -40,6 +41,7 @@ GROWTH_TURNS = int(os.environ.get("BENCH_GROWTH_TURNS", "500"))
 HISTORY_MESSAGES = int(os.environ.get("BENCH_HISTORY_MESSAGES", "100000"))
 MODEL_SECONDS = 2.0
 ANCHOR_TURNS = 30
+Model = FakeModel | ModelProcess  # the scripted model in this process or, for the timed figures, in its own
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -100,16 +102,16 @@ def _stamp_events(response: httpx.Response, start: float, out: dict[str, float])
             return
 
 
-def timed_turns(c: httpx.Client, model: FakeModel | None, sid: str, texts: list[str],
+def timed_turns(c: httpx.Client, model: Model | None, sid: str, texts: list[str],
                 streamed: bool = False) -> list[dict[str, float]]:
     """Stages of each turn, with `model_request`: ms from the POST until the model received the call.
     `streamed`: through the streaming POST instead of POST + GET events."""
     samples = []
     for text in texts:
-        seen = len(model.requests) if model is not None else 0
+        seen = model.request_count() if model is not None else 0
         stages = (stages_of_streamed_turn if streamed else stages_of_turn)(c, sid, text)
         if model is not None:
-            calls = model.requests[seen:]
+            calls = model.requests_since(seen)
             if calls:
                 stages["model_request"] = (calls[0].at - stages["t0"]) * 1000
         samples.append(stages)
@@ -122,7 +124,7 @@ def median_of(samples: list[dict[str, float]], key: str) -> float:
 
 
 def bench_overhead(stack: Stack, key: str, n: int = int(os.environ.get("BENCH_OVERHEAD_TURNS", "200")),
-                   model: FakeModel | None = None, streamed: bool = False) -> dict:
+                   model: Model | None = None, streamed: bool = False) -> dict:
     """Sequential instant-model turns in one fresh session: p50/p99 of POST → turn.completed, and the stages.
     `streamed`: each turn through the streaming POST (one request) instead of POST + GET events."""
     with stack.client(key) as c:
@@ -140,7 +142,7 @@ def summarise(samples: list[dict[str, float]]) -> dict:
             "stages": stages}
 
 
-def bench_overhead_paired(stack: Stack, key: str, model: FakeModel,
+def bench_overhead_paired(stack: Stack, key: str, model: Model,
                           n: int = int(os.environ.get("BENCH_OVERHEAD_TURNS", "200"))) -> tuple[dict, dict]:
     """`bench_overhead` through POST + GET events and through the streaming POST, turn by turn in alternation
     (one session each), so both see the same moments of a shared machine: (SSE figures, streaming POST figures)."""
@@ -248,7 +250,7 @@ def seed_history(stack: Stack, user_key: str, messages: int) -> None:
     sessions.bulk_insert_messages(db, rows)
 
 
-def bench_history(stack: Stack, model: FakeModel, key_new: str, key_heavy: str, n: int = 60) -> dict:
+def bench_history(stack: Stack, model: Model, key_new: str, key_heavy: str, n: int = 60) -> dict:
     """Turns whose message the recall provider searches for: a new user against one with a long history.
 
     The two users' turns alternate (new, heavy, heavy, new, ...), so both see the same moments of the machine;
@@ -268,19 +270,19 @@ def bench_history(stack: Stack, model: FakeModel, key_new: str, key_heavy: str, 
     return {name: {k: median_of(runs, k) for k in ("model_request", "completed")} for name, runs in samples.items()}
 
 
-def reviews_seen(model: FakeModel, since: int = 0) -> int:
+def reviews_seen(model: Model, since: int = 0) -> int:
     """Review requests (ours or the anchor's) the scripted model received after the first `since` requests."""
-    return sum(1 for r in model.requests[since:] if r.path == "/v1/chat/completions" and is_review(r.body))
+    return sum(1 for r in model.requests_since(since) if r.path == "/v1/chat/completions" and is_review(r.body))
 
 
-def overhead_figures(stack: Stack, model: FakeModel, key: str, reviewer=None) -> dict:
+def overhead_figures(stack: Stack, model: Model, key: str, reviewer=None) -> dict:
     """Sequential instant-model turns of one session: their stages, p50 (and p99 on SQLite), first delta.
 
     Reviews start right after their trigger, as in the agent we learn from, and the scripted model answers
     them as a real one would (bench/review_model.py): with `reviewer` (its process), the CPU it spent during
     the run is printed beside p99, since its work shares the machine's cores with the turns measured."""
     db = "Postgres" if stack.database_url.startswith("postgres") else "SQLite"
-    seen = len(model.requests)
+    seen = model.request_count()
     reviewer_before = cpu_ms(reviewer.popen.pid) if reviewer is not None else None
     overhead, streamed = bench_overhead_paired(stack, key, model)
     reviews = reviews_seen(model, seen)
@@ -321,7 +323,7 @@ def overhead_figures(stack: Stack, model: FakeModel, key: str, reviewer=None) ->
     return overhead
 
 
-def report_overhead(stack: Stack, model: FakeModel, key: str, reviewer=None) -> dict:
+def report_overhead(stack: Stack, model: Model, key: str, reviewer=None) -> dict:
     """Turn overhead, its stages, its growth with the session and with the user's history, as figures."""
     db = "Postgres" if stack.database_url.startswith("postgres") else "SQLite"
     overhead = overhead_figures(stack, model, key, reviewer)
@@ -342,7 +344,7 @@ def report_overhead(stack: Stack, model: FakeModel, key: str, reviewer=None) -> 
     return {"overhead": overhead, "growth": growth, "history": history}
 
 
-def bench_concurrency(stack: Stack, model: FakeModel, sessions: int, procs: dict | None = None,
+def bench_concurrency(stack: Stack, model: Model, sessions: int, procs: dict | None = None,
                       on_start=lambda: None) -> dict:
     """N new users each POST one turn at once (a 2 s model); seconds until the clients saw every turn completed.
 
@@ -386,7 +388,7 @@ def report_concurrency(results: list[dict]) -> None:
            better="higher", digits=0)
 
 
-def report_anchor(model: FakeModel, overhead: dict) -> dict | None:
+def report_anchor(model: Model, overhead: dict) -> dict | None:
     """Hermes Agent's turn beside ours: in-process, as the ratio with a target, then through its own HTTP api server,
     for information; a skip line when it is not installed."""
     print()
@@ -400,7 +402,7 @@ def report_anchor(model: FakeModel, overhead: dict) -> dict | None:
     return {**(in_process or {}), "http": over_http}
 
 
-def report_anchor_in_process(model: FakeModel, overhead: dict) -> dict | None:
+def report_anchor_in_process(model: Model, overhead: dict) -> dict | None:
     """Hermes Agent's in-process turn beside ours through api+worker+SSE, as a ratio to its target."""
     try:
         anchor = anchor_run.run_anchor(model, ANCHOR_TURNS)
@@ -426,7 +428,7 @@ def report_anchor_in_process(model: FakeModel, overhead: dict) -> dict | None:
             "first_call_bytes": anchor.first_call_bytes, "median_call_bytes": anchor.median_call_bytes}
 
 
-def report_anchor_http(model: FakeModel, overhead: dict) -> dict | None:
+def report_anchor_http(model: Model, overhead: dict) -> dict | None:
     """Hermes Agent reached as ours is, over HTTP with the events streamed back, beside our streaming POST.
 
     No target: the like-for-like figure, printed beside the in-process ratio that the target is set on. Any failure
@@ -449,7 +451,7 @@ def report_anchor_http(model: FakeModel, overhead: dict) -> dict | None:
             "first_call_bytes": anchor.first_call_bytes, "median_call_bytes": anchor.median_call_bytes}
 
 
-def our_first_call_bytes(stack: Stack, model: FakeModel, key: str) -> int:
+def our_first_call_bytes(stack: Stack, model: Model, key: str) -> int:
     """Bytes of the first model request of a new session (empty memory), as the scripted model received it."""
     model.reset()
     with stack.client(key) as c:
@@ -489,8 +491,7 @@ def profile_cpu(mode: str, argv: list[str]) -> int:
         overrides.update(PYTHONPATH=os.pathsep.join([PROBE_DIR, os.getcwd()]), HSTACK_PROBE_DIR=os.path.abspath(out))
         if not os.environ.get("HSTACK_PROBE_CPU"):  # cProfile, unless timing named functions (cProfile skews that)
             overrides["HSTACK_PROFILE"] = os.environ.get("HSTACK_PROFILE", "1")
-    model = FakeModel(port=ENV.model_port, default=reviewing(echo))  # reviews answered as a real model does
-    model.start()
+    model = ModelProcess(port=ENV.model_port).start()  # a process of its own, as a provider is; reviews answered as one
     stack = Stack(model_url=model.base_url, env_overrides=overrides)
     try:
         procs = {"api": stack.start_api(), "worker": stack.start_worker(concurrency=200)}
@@ -526,7 +527,7 @@ def profile_cpu(mode: str, argv: list[str]) -> int:
         ENV.close()
 
 
-def report_postgres(model: FakeModel) -> dict | None:
+def report_postgres(model: Model) -> dict | None:
     """The same sequential-turn overhead on a second stack whose database is Postgres (a scratch database on
     the machine's server); a skip line when no server answers on 127.0.0.1:5432."""
     if not test_env.reachable("127.0.0.1", 5432):
@@ -553,8 +554,7 @@ def report_postgres(model: FakeModel) -> dict | None:
 def main() -> int:
     if sys.argv[1:2] and sys.argv[1] in ("cpu", "first", "burst"):
         return profile_cpu(sys.argv[1], sys.argv[2:])
-    model = FakeModel(port=ENV.model_port, default=reviewing(echo))  # reviews answered as a real model does
-    model.start()
+    model = ModelProcess(port=ENV.model_port).start()  # a process of its own, as a provider is; reviews answered as one
     stack = Stack(model_url=model.base_url, env_overrides={"LOG_LEVEL": "WARNING", "WORKER_CONCURRENCY": "200",
                                                             # one user's load measures the worker, not the per-user cap
                                                             "MAX_RUNNING_TURNS_PER_USER": "0"})

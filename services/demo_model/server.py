@@ -133,6 +133,15 @@ class ScriptedModel:
         with self._lock:
             return list(self._requests)
 
+    def requests_since(self, n: int) -> list[Recorded]:
+        """The requests received after the first `n` since the last reset."""
+        with self._lock:
+            return self._requests[n:]
+
+    def request_count(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
     @property
     def answered(self) -> list[Recorded]:
         """The requests whose whole answer was written to the client (not cut off by a hang-up)."""

@@ -1,0 +1,135 @@
+"""The scripted model in a process of its own, as a real provider is: the bench's client never shares its GIL.
+
+`ModelProcess` starts `services.demo_model`'s ScriptedModel in a spawned child and speaks to it over a pipe; it
+offers what the timing benches use of a ScriptedModel (`base_url`, `latency`, `requests`, `requests_since`,
+`request_count`, `max_in_flight`, `reset`, start/stop as a context manager). Each request's `at` is the child's
+`time.monotonic()`, the clock every process of the machine shares, so stage times line up with the client's.
+
+The child answers as `bench.turns` needs: reviews as a real model would (`bench.review_model.reviewing`), anything
+else echoed. Scripting replies per test stays with the in-process ScriptedModel.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from typing import Any
+
+from services.demo_model.server import Recorded
+
+START_SECONDS = 60
+
+
+class ModelProcess:
+    """The scripted model served by a child process on 127.0.0.1."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self._port = port
+        self._lock = threading.Lock()
+        self._conn = None
+        self._proc = None
+        self.host, self.port = "127.0.0.1", port or 0
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> "ModelProcess":
+        context = multiprocessing.get_context("spawn")  # the bench process has threads: never fork it
+        self._conn, child = context.Pipe()
+        self._proc = context.Process(target=_serve, args=(child, self._port), name="scripted-model", daemon=True)
+        self._proc.start()
+        child.close()
+        if not self._conn.poll(START_SECONDS):
+            self._proc.kill()
+            raise RuntimeError("the scripted model's process did not start")
+        self.host, self.port = self._conn.recv()
+        return self
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        try:
+            self._call("stop")
+        except (EOFError, OSError):
+            pass
+        self._proc.join(10)
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._proc = None
+
+    def __enter__(self) -> "ModelProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _call(self, op: str, *args: Any) -> Any:
+        with self._lock:
+            self._conn.send((op, args))
+            return self._conn.recv()
+
+    @property
+    def latency(self) -> float:
+        return self._call("get", "latency")
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        self._call("set_latency", seconds)
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._call("get", "max_in_flight")
+
+    @property
+    def requests(self) -> list[Recorded]:
+        return self.requests_since(0)
+
+    def requests_since(self, n: int) -> list[Recorded]:
+        return self._call("requests_since", n)
+
+    def request_count(self) -> int:
+        return self._call("request_count")
+
+    def reset(self) -> None:
+        self._call("reset")
+
+
+def _serve(conn, port: int | None) -> None:
+    """The child: serve the scripted model and answer the parent's calls until it says stop or goes away."""
+    from bench.review_model import reviewing
+    from services.demo_model.server import ScriptedModel, echo
+
+    model = ScriptedModel(port=port, default=reviewing(echo)).start()
+    conn.send((model.host, model.port))
+    try:
+        while True:
+            try:
+                op, args = conn.recv()
+            except EOFError:
+                return
+            if op == "stop":
+                conn.send(None)
+                return
+            conn.send(_answer(model, op, args))
+    finally:
+        model.stop()
+
+
+def _answer(model, op: str, args: tuple) -> Any:
+    if op == "get":
+        return getattr(model, args[0])
+    if op == "set_latency":
+        model.latency = args[0]
+        return None
+    if op == "requests_since":
+        return model.requests_since(args[0])
+    if op == "request_count":
+        return model.request_count()
+    if op == "reset":
+        return model.reset()
+    raise ValueError(f"no such call: {op}")
