@@ -1,6 +1,6 @@
 """The scripted model in a process of its own, as a real provider is: the bench's client never shares its GIL.
 
-`ModelProcess` starts `services.demo_model`'s ScriptedModel in a spawned child and speaks to it over a pipe; it
+`ModelProcess` starts `services.demo_model`'s ScriptedModel in a child process and speaks to it over a socket pair; it
 offers what the timing benches use of a ScriptedModel (`base_url`, `latency`, `requests`, `requests_since`,
 `request_count`, `max_in_flight`, `reset`, start/stop as a context manager). Each request's `at` is the child's
 `time.monotonic()`, the clock every process of the machine shares, so stage times line up with the client's.
@@ -11,13 +11,18 @@ else echoed. Scripting replies per test stays with the in-process ScriptedModel.
 
 from __future__ import annotations
 
-import multiprocessing
+import socket
+import subprocess
+import sys
 import threading
+from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from services.demo_model.server import Recorded
 
 START_SECONDS = 60
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class ModelProcess:
@@ -39,11 +44,13 @@ class ModelProcess:
         return f"http://{self.host}:{self.port}/v1"
 
     def start(self) -> "ModelProcess":
-        context = multiprocessing.get_context("spawn")  # the bench process has threads: never fork it
-        self._conn, child = context.Pipe()
-        self._proc = context.Process(target=_serve, args=(child, self._port), name="scripted-model", daemon=True)
-        self._proc.start()
-        child.close()
+        """Start the child (`python -m bench.model_process FD PORT`, not multiprocessing: a spawned child would run
+        the bench's own module again to import it) and wait until it listens."""
+        mine, theirs = socket.socketpair()
+        self._proc = subprocess.Popen([sys.executable, "-m", "bench.model_process", str(theirs.fileno()),
+                                       str(self._port or 0)], pass_fds=[theirs.fileno()], cwd=ROOT)
+        theirs.close()
+        self._conn = Connection(mine.detach())
         if not self._conn.poll(START_SECONDS):
             self._proc.kill()
             raise RuntimeError("the scripted model's process did not start")
@@ -57,9 +64,12 @@ class ModelProcess:
             self._call("stop")
         except (EOFError, OSError):
             pass
-        self._proc.join(10)
-        if self._proc.is_alive():
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
             self._proc.kill()
+            self._proc.wait()
+        self._conn.close()
         self._proc = None
 
     def __enter__(self) -> "ModelProcess":
@@ -133,3 +143,7 @@ def _answer(model, op: str, args: tuple) -> Any:
     if op == "reset":
         return model.reset()
     raise ValueError(f"no such call: {op}")
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1])), int(sys.argv[2]) or None)

@@ -527,6 +527,46 @@ def profile_cpu(mode: str, argv: list[str]) -> int:
         ENV.close()
 
 
+def report_without_recall(stack: Stack, key: str, model: Model, anchor: dict | None, ours_ms: float,
+                          n: int = int(os.environ.get("BENCH_OVERHEAD_TURNS", "200"))) -> dict:
+    """Recall's share of the overhead: streaming-POST turns alternated between this stack and a second one with the
+    recall provider off (`MEMORY_PROVIDER=`), so each pair sees the same moment of the machine; for decomposition,
+    no target. Our default runs a recall search over the user's earlier sessions on every turn; Hermes Agent's
+    default has no external memory provider, so the second stack is the like-for-like configuration."""
+    bare = Stack(model_url=model.base_url, env_overrides={"LOG_LEVEL": "WARNING", "MAX_RUNNING_TURNS_PER_USER": "0",
+                                                           "MEMORY_PROVIDER": ""})
+    try:
+        bare.start_api()
+        bare.start_worker()
+        bare.start_worker("reviewer", queue="review", concurrency=50)
+        clients = [stack.client(key), bare.client(bare.create_user("bench-no-recall"))]
+        sids = [c.post("/v1/sessions", json={}).json()["id"] for c in clients]
+        runs: list[list[dict[str, float]]] = [[], []]
+        for i in range(10 + n):
+            for side in (0, 1) if i % 2 == 0 else (1, 0):
+                stages = stages_of_streamed_turn(clients[side], sids[side], f"paired {i}")
+                if i >= 10:  # warm-up turns left out
+                    runs[side].append(stages)
+        for c in clients:
+            c.close()
+    finally:
+        bare.stop()
+    with_recall, without = summarise(runs[0]), summarise(runs[1])
+    saved = statistics.median(a["completed"] - b["completed"] for a, b in zip(*runs))
+    print(f"\nrecall's share of the overhead: {n} streaming-POST turns alternated between this stack (the bench user, "
+          "recall on) and a stack with the recall provider off (MEMORY_PROVIDER=, a new user); both stacks run, so "
+          "read the difference, not the level:")
+    figure("turn overhead p50, recall on / off, streaming POST (SQLite)", with_recall["p50_ms"], "ms",
+           note=f"off {without['p50_ms']:.1f} ms; paired difference (on - off) median {saved:+.1f} ms")
+    if anchor is not None and anchor.get("p50_ms"):
+        figure("our streaming-POST overhead less recall's paired share / anchor in-process (p50)",
+               (ours_ms - saved) / anchor["p50_ms"], "x", digits=2,
+               note=f"({ours_ms:.1f} {-saved:+.1f}) ms / anchor {anchor['p50_ms']:.1f} ms; informational, the target is "
+                    "on the default configuration")
+    return {"with_recall_p50_ms": with_recall["p50_ms"], "without_recall_p50_ms": without["p50_ms"],
+            "paired_difference_ms": saved}
+
+
 def report_postgres(model: Model) -> dict | None:
     """The same sequential-turn overhead on a second stack whose database is Postgres (a scratch database on
     the machine's server); a skip line when no server answers on 127.0.0.1:5432."""
@@ -571,6 +611,7 @@ def main() -> int:
         overhead = turn_figures["overhead"]
 
         anchor = report_anchor(model, overhead)
+        without_recall = report_without_recall(stack, key, model, anchor, overhead["streamed"]["p50_ms"])
         # a user of its own: the bench user's reviews have saved memories by now, and this figure is the empty-memory one
         ours_bytes = our_first_call_bytes(stack, model, stack.create_user("bench-first-call"))
         figure("our request bytes, first call of a new session, empty memory", ours_bytes / 1000, "KB",
@@ -594,7 +635,8 @@ def main() -> int:
               f"(target ≤ {TARGETS['cold_start_s']:.0f} s: ratio {cold / TARGETS['cold_start_s']:.2f})")
         summary()
         print("\n" + json.dumps({**turn_figures, "cpu_ms_per_turn": cpu, "cpu_ms_per_first_turn": first,
-                                 "anchor": anchor, "first_call_bytes": ours_bytes,
+                                 "anchor": anchor, "without_recall": without_recall,
+                                 "first_call_bytes": ours_bytes,
                                  "concurrency": results, "rss_mb": rss, "cold_start_s": cold, "postgres": postgres}))
         return 0
     finally:
