@@ -25,9 +25,9 @@ ENV = test_env.prepare()
 from bench import anchor_run  # noqa: E402
 from bench.burst import TEXT as BURST_TEXT, burst  # noqa: E402
 from bench.report import figure, summary  # noqa: E402
+from bench.model_process import ModelProcess  # noqa: E402
 from bench.review_model import is_review  # noqa: E402
 from services.demo_model.replies import latest_user_text  # noqa: E402
-from bench.model_process import ModelProcess  # noqa: E402
 from tests.fakes.model import FakeModel  # noqa: E402
 from tests.support.processes import Stack, wait_until  # noqa: E402
 
