@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from services.demo_model.replies import Reply, latest_user_text, message_text, text, tool_call
+from services.demo_model.replies import Reply, latest_user_text, message_text, own_words, text, tool_call
 
 CHUNK_DELAY = 0.02
 FILES_WORD = re.compile(r"\bfiles\b", re.IGNORECASE)
@@ -52,7 +52,7 @@ def demo_reply(body: dict) -> Reply:
     last = messages[-1] if messages else {}
     if last.get("role") == "tool":
         return text(summarise_listing(message_text(last)), chunk_delay=CHUNK_DELAY)
-    said = latest_user_text(body)
+    said = own_words(latest_user_text(body))  # a recalled block may quote this demo's own "ask me about your files"
     if FILES_WORD.search(said) and _offers(body, "list_files"):
         return tool_call([("list_files", {"path": "."})], chunk_delay=CHUNK_DELAY)
     answer = (

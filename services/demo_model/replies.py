@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Union
@@ -101,6 +102,15 @@ def latest_user_text(body: dict) -> str:
         if message.get("role") == "user" and not _only_tool_results(message):
             return message_text(message)
     return ""
+
+
+# A recalled block the stack appends to a user message: other sessions' words, not what the user said now.
+RECALLED = re.compile(r"\s*<memory-context>.*?</memory-context>", re.DOTALL)
+
+
+def own_words(text: str) -> str:
+    """A user message's text without the recalled blocks the stack appended to it."""
+    return RECALLED.sub("", text)
 
 
 def latest_user_images(body: dict) -> list[str]:

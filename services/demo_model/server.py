@@ -8,7 +8,6 @@ through `tests.fakes.model.FakeModel`, this same class.
 from __future__ import annotations
 
 import json
-import re
 import socket
 import sys
 import threading
@@ -22,13 +21,11 @@ from services.demo_model.anthropic_wire import AnthropicWire
 from services.demo_model.openai_wire import Wire, error_body
 from services.demo_model.prefix_cache import PrefixCache
 from services.demo_model.replies import (Reply, Responder, Scripted, fail, latest_user_images, latest_user_text,
-                                         text, tool_call)
+                                         own_words, text, tool_call)
 
 __all__ = ["ScriptedModel", "Recorded", "Reply", "text", "tool_call", "fail"]
 
 WIRES = {"/v1/chat/completions": Wire, "/v1/messages": AnthropicWire}
-# A recalled block the stack appends to a user message: other sessions' words, which a rule must not match.
-RECALLED = re.compile(r"<memory-context>.*?</memory-context>", re.DOTALL)
 DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, socket.timeout)
 
 
@@ -180,7 +177,7 @@ class ScriptedModel:
         """The next reply of the rule whose marker appears first in the latest user message's own words (caller
         holds the lock): a recalled `<memory-context>` block quotes other sessions, and so their markers, so it is
         left out; the first by position wins, not the first added."""
-        latest = RECALLED.sub("", latest)
+        latest = own_words(latest)
         found = [(latest.find(marker), n, q) for n, (marker, q) in enumerate(self._rules.items()) if q and marker in latest]
         return min(found, key=lambda f: f[:2])[2].popleft() if found else None
 

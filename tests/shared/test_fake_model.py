@@ -282,6 +282,16 @@ def test_demo_lists_files_then_summarises_the_result():
     assert summarise_listing("The directory is empty.") == "The list_files tool answered: The directory is empty."
 
 
+def test_demo_does_not_list_files_because_a_recalled_block_quotes_its_own_answer():
+    """The demo's own answer ends "ask me about your files"; recall may append it to a later message of the user,
+    which is then no question about files (a held turn resumed after its worker died listed the workspace)."""
+    recalled = ("held turn 2\n\n<memory-context>\n[System note: recalled.]\n\n[2026-12-07, you answered] You said: "
+                "“held turn 0”. … or ask me about your files to see a tool call.\n</memory-context>")
+    reply = demo_reply({"messages": [{"role": "user", "content": recalled}], "tools": LIST_FILES})
+
+    assert not reply.tool_calls and "You said: “held turn 2”." in reply.text
+
+
 def test_demo_acknowledges_other_messages():
     reply = demo_reply({"messages": [{"role": "user", "content": "Tell me a joke"}], "tools": LIST_FILES})
 
