@@ -23,7 +23,7 @@ import sys
 import time
 from contextlib import suppress
 
-from shared.ops.holders import start_of
+from shared.ops.holders import exists, start_of
 
 GRACE_SECONDS = 10.0
 POLL_SECONDS = 0.2
@@ -37,13 +37,7 @@ def still_ours(pgid: int, born: str | None) -> bool:
 
 
 def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return exists(pgid, os.killpg)
 
 
 def bury(groups: dict[int, str | None], grace: float) -> list[int]:

@@ -14,6 +14,7 @@ import socket
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Callable
 
 PROC = Path("/proc")
 
@@ -57,7 +58,7 @@ def dead_here(value: str | None) -> bool:
     if holder is None or holder.host != socket.gethostname() or holder.namespace != pid_namespace():
         return False
     if holder.namespace == "?":  # no /proc: only whether the pid exists is known
-        return not _pid_exists(holder.pid)
+        return not exists(holder.pid)
     return start_of(holder.pid) != holder.start
 
 
@@ -83,9 +84,11 @@ def start_of(pid: int) -> str | None:
     return fields[19]
 
 
-def _pid_exists(pid: int) -> bool:
+def exists(number: int, send: Callable[[int, int], None] = os.kill) -> bool:
+    """Whether a process of that number exists (a process group, with `send=os.killpg`); one this process may not
+    signal exists too."""
     try:
-        os.kill(pid, 0)
+        send(number, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
