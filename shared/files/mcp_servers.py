@@ -15,9 +15,7 @@ from pydantic import ValidationError
 from shared.errors import Conflict, InvalidInput, NotFound
 from shared.files.atomic import atomic_write
 from shared.files.memory import locked
-from shared.mcp.servers import McpServerIn
-
-GLOBAL = "global"
+from shared.mcp.servers import GLOBAL, McpServerIn
 
 
 def config_path(data_dir: Path, scope: str) -> Path:

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+GLOBAL = "global"  # the scope of the owner's servers, which every user may call
+
 NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,23}$")
 MAX_ARGV = 64
 MAX_ARG_CHARS = 4096
@@ -94,9 +96,9 @@ class McpServerPublic(BaseModel):
 
     @classmethod
     def of(cls, server: McpServerIn, scope: str, health: dict[str, Any]) -> "McpServerPublic":
-        """`scope` as the settings files key it: "global", or the id of the user whose server it is."""
-        return cls(name=server.name, scope="global" if scope == "global" else "user", transport=server.transport, command=server.command,
-                   url=_without_query(server.url), **health)
+        """`scope` as the settings files key it: GLOBAL, or the id of the user whose server it is."""
+        return cls(name=server.name, scope="global" if scope == GLOBAL else "user", transport=server.transport,
+                   command=server.command, url=_without_query(server.url), **health)
 
 
 def _without_query(url: str | None) -> str | None:
