@@ -17,7 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ANCHOR_PYTHON = ROOT / ".venv-anchor" / "bin" / "python"
 ANCHOR_VERSION = "0.19.0"
-# aiohttp: its API server's, pinned as hermes-agent's "messaging" extra pins it (that extra also brings the chat platforms)
+# aiohttp: its API server's, pinned as hermes-agent's "messaging" extra pins it (that extra also brings the chat
+# platforms)
 INSTALL = f"python3 -m venv .venv-anchor && .venv-anchor/bin/pip install hermes-agent=={ANCHOR_VERSION} aiohttp==3.14.1"
 CHAT_PATH = "/v1/chat/completions"
 TIMEOUT_SECONDS = 900

@@ -2,10 +2,10 @@
 
 `hstack run` as a user starts it (its worker layout: WORKER_PROCESSES=0, one turns-worker process per core,
 WORKER_CONCURRENCY split across them; its SQLite, its embedded Redis), the scripted model as an HTTP server in a
-process of its own answering every call after 2 s. 200 users (so the per-user cap, a default too, is not what is measured) each
-post one turn into a new session at once, each through the streaming POST (`Accept: text/event-stream`, as
-`hstack chat`, the gateway and the console post) so each user's client sees its own answer's end as it happens;
-the clock runs from the first POST until every client has seen its turn completed. Printed with when the last
+process of its own answering every call after 2 s. 200 users (so the per-user cap, a default too, is not what is
+measured) each post one turn into a new session at once, each through the streaming POST (`Accept:
+text/event-stream`, as `hstack chat`, the gateway and the console post) so each user's client sees its own answer's
+end as it happens; the clock runs from the first POST until every client has seen its turn completed. Printed with when the last
 turn finished by the server's clock, when the model calls began, and each process's CPU per turn, since the
 machine's cores are what bounds it.
 

@@ -29,7 +29,6 @@ class ModelProcess:
     """The scripted model served by a child process on 127.0.0.1."""
 
     def __init__(self, port: int | None = None) -> None:
-        self._port = port
         self._lock = threading.Lock()
         self._conn = None
         self._proc = None
@@ -48,7 +47,7 @@ class ModelProcess:
         the bench's own module again to import it) and wait until it listens."""
         mine, theirs = socket.socketpair()
         self._proc = subprocess.Popen([sys.executable, "-m", "bench.model_process", str(theirs.fileno()),
-                                       str(self._port or 0)], pass_fds=[theirs.fileno()], cwd=ROOT)
+                                       str(self.port)], pass_fds=[theirs.fileno()], cwd=ROOT)
         theirs.close()
         self._conn = Connection(mine.detach())
         if not self._conn.poll(START_SECONDS):

@@ -561,8 +561,8 @@ def report_without_recall(stack: Stack, key: str, model: Model, anchor: dict | N
     if anchor is not None and anchor.get("p50_ms"):
         figure("our streaming-POST overhead less recall's paired share / anchor in-process (p50)",
                (ours_ms - saved) / anchor["p50_ms"], "x", digits=2,
-               note=f"({ours_ms:.1f} {-saved:+.1f}) ms / anchor {anchor['p50_ms']:.1f} ms; informational, the target is "
-                    "on the default configuration")
+               note=f"({ours_ms:.1f} {-saved:+.1f}) ms / anchor {anchor['p50_ms']:.1f} ms; informational, the "
+                    "target is on the default configuration")
     return {"with_recall_p50_ms": with_recall["p50_ms"], "without_recall_p50_ms": without["p50_ms"],
             "paired_difference_ms": saved}
 

@@ -13,7 +13,6 @@ from shared.stores import sessions
 GATEWAY_SOURCE = "gateway"  # the source of a session a chat platform's messages continue
 
 
-
 def resolve(db: Database, user_id: str, key: str, *, fresh: bool = False, source: str = GATEWAY_SOURCE
             ) -> tuple[GatewayChat, bool, str | None]:
     """The chat's current session for this user (created when missing, or anew when `fresh`); True if new; and

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ssl
+from pathlib import Path
 
 import certifi
 
@@ -14,7 +15,7 @@ def ca_count(context: ssl.SSLContext) -> int:
 
 
 def first_certificate(bundle: str) -> str:
-    text = open(bundle, encoding="ascii").read()
+    text = Path(bundle).read_text(encoding="ascii")
     end = "-----END CERTIFICATE-----"
     return text[text.index("-----BEGIN CERTIFICATE-----"):text.index(end) + len(end)] + "\n"
 
@@ -33,4 +34,3 @@ def test_trusting_the_environment_reads_the_ca_file_it_names(tmp_path, monkeypat
     built = tls.verified.__wrapped__(True)  # uncached: what a process started with this environment holds
     assert ca_count(built) == 1
     assert ca_count(tls.verified.__wrapped__(False)) > 1  # trust_env=False ignores it, as httpx does
-

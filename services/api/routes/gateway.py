@@ -51,7 +51,8 @@ def resolve_chat(user_id: str, body: ChatAsk, db: DbDep, enqueue: EnqueueDep, _g
     """The session a chat continues (created on its first message); `fresh` starts a new one (`/new`), and the
     session it replaces has ended (the memory provider hears it once, in the background)."""
     user = _bound_user(db, user_id)
-    source = "webhook" if body.key.startswith("webhook:") else gateway_chats.GATEWAY_SOURCE  # the webhook platform's keys
+    webhook = body.key.startswith("webhook:")  # the webhook platform's keys
+    source = "webhook" if webhook else gateway_chats.GATEWAY_SOURCE
     row, created, replaced = gateway_chats.resolve(db, user.id, body.key, fresh=body.fresh, source=source)
     if replaced is not None:
         try:

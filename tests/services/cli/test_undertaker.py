@@ -12,7 +12,8 @@ import pytest
 from services.cli.undertaker import Undertaker, still_ours
 from shared.ops.holders import start_of
 
-STUBBORN = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(600)"
+STUBBORN = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); "
+            "time.sleep(600)")
 
 
 def stubborn_service() -> subprocess.Popen:

@@ -15,6 +15,7 @@ from services.worker.evolution.run import run_evolution
 from tests.support.evolution import (NEEDED, WEAK, load_skill_in, new_session, script_rubric, session_that_loaded,
                                      weak_skill)
 
+
 @pytest.fixture
 def evolve_settings(settings):
     return settings.model_copy(update={"evolve_min_sessions": 4, "evolve_metric_calls": 60, "evolve_daily_runs": 50})
